@@ -1,0 +1,54 @@
+"""rota: a distributed job scheduler for Python.
+
+    app = rota.App("sqlite:///rota.db")
+
+    @app.handler("send-report", max_attempts=3, timeout=30)
+    async def send_report(ctx: rota.RunContext, payload: dict) -> dict | None: ...
+
+    app.enqueue("send-report", {"day": "2026-11-29"})
+    app.run_worker(concurrency=8)
+"""
+
+from rota import domain
+from rota.app import App
+from rota.clock import Clock, FakeClock, SystemClock
+from rota.config import Settings
+from rota.context import RunContext
+from rota.domain import retry
+from rota.domain.states import AttemptOutcome, RunState
+from rota.errors import (
+    InvalidArgument,
+    LeaseLost,
+    PermanentFailure,
+    RotaError,
+    RunNotFound,
+    SchemaMismatch,
+    StoreUnavailable,
+    UnknownHandler,
+)
+from rota.services import Job
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "AttemptOutcome",
+    "Clock",
+    "FakeClock",
+    "InvalidArgument",
+    "Job",
+    "LeaseLost",
+    "PermanentFailure",
+    "RotaError",
+    "RunContext",
+    "RunNotFound",
+    "RunState",
+    "SchemaMismatch",
+    "Settings",
+    "StoreUnavailable",
+    "SystemClock",
+    "UnknownHandler",
+    "__version__",
+    "domain",
+    "retry",
+]

@@ -1,0 +1,267 @@
+"""The library API: ``rota.App``.
+
+The core is async. The plain (sync) methods are thin doors into it: they run the same
+coroutine on a private event loop thread, so there is one implementation of each
+operation, usable from scripts, web views and notebooks alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from concurrent.futures import Future
+from datetime import datetime
+from typing import Any, TypeVar
+
+import structlog
+
+from rota import services
+from rota.bootstrap import open_store
+from rota.clock import Clock, SystemClock
+from rota.config import Settings
+from rota.domain.retry import RetryPolicy
+from rota.domain.runs import NewRun, Run
+from rota.errors import InvalidArgument, UnsupportedFeature
+from rota.handlers import HandlerFn, Registry, make_spec
+from rota.services import Job, RunDetail
+from rota.store.port import Store
+from rota.worker import Worker, WorkerOptions
+
+T = TypeVar("T")
+log = structlog.get_logger("rota.app")
+
+
+class _LoopThread:
+    """An event loop on a daemon thread, for the sync doors into the async core."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="rota-sync", daemon=True)
+        self._thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+
+class App:
+    """Handlers, how to reach the store, and the doors to enqueue and work.
+
+    ``App("sqlite:///rota.db")`` or ``App("postgresql://user@host/db")``; with no URL,
+    ``ROTA_DATABASE_URL`` or the SQLite default.
+    """
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        settings: Settings | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        settings = settings or Settings.from_env()
+        if database_url is not None:
+            settings = settings.with_overrides(database_url=database_url)
+        self.settings = settings
+        self.clock: Clock = clock or SystemClock()
+        self.registry = Registry()
+        self._stores: dict[asyncio.AbstractEventLoop, Store] = {}
+        self._store_lock = threading.Lock()
+        self._sync: _LoopThread | None = None
+
+    # -- handlers -----------------------------------------------------------
+    def handler(
+        self,
+        name: str | None = None,
+        *,
+        queue: str = "default",
+        max_attempts: int = 3,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        priority: int = 5,
+        retry_timeouts: bool = True,
+    ) -> Callable[[HandlerFn], HandlerFn]:
+        """Register ``fn(ctx, payload)`` (async or plain) under ``name``."""
+
+        def register(fn: HandlerFn) -> HandlerFn:
+            spec = make_spec(
+                fn,
+                name or getattr(fn, "__name__", ""),
+                queue=queue,
+                max_attempts=max_attempts,
+                timeout=timeout,
+                retry=retry,
+                priority=priority,
+                retry_timeouts=retry_timeouts,
+            )
+            self.registry.register(spec)
+            return fn
+
+        if callable(name):  # used bare: @app.handler
+            fn, name = name, None
+            return register(fn)  # type: ignore[return-value]
+        return register
+
+    # -- stores, one per event loop -----------------------------------------
+    async def store(self) -> Store:
+        """The store for the running event loop, opened (and migrated) on first use."""
+        loop = asyncio.get_running_loop()
+        store = self._stores.get(loop)
+        if store is None:
+            store = await open_store(self.settings)
+            with self._store_lock:
+                self._stores[loop] = store
+        return store
+
+    def _call(self, make: Callable[[], Awaitable[T]]) -> T:
+        with self._store_lock:
+            if self._sync is None:
+                self._sync = _LoopThread()
+            door = self._sync
+
+        async def run() -> T:
+            return await make()
+
+        return door.call(run())
+
+    # -- enqueue ------------------------------------------------------------
+    def enqueue(
+        self,
+        handler: str,
+        payload: Any = None,
+        *,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        idempotency_key: str | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+        connection: Any = None,
+    ) -> int:
+        """Create a run; returns its id. A repeated idempotency key returns the id of the
+        run it created first. ``connection`` (PostgreSQL): a psycopg connection whose
+        open transaction the run is created in, so it exists only if that commits."""
+        run = services.new_run(
+            self.registry,
+            Job(handler, payload, run_at, priority, idempotency_key, queue, max_attempts, timeout),
+        )
+        if connection is not None:
+            return self._enqueue_on_connection(connection, run)
+        return self._call(lambda: self._enqueue_async([run]))[0]
+
+    async def enqueue_async(self, handler: str, payload: Any = None, **options: Any) -> int:
+        """The same as :meth:`enqueue`, from async code (``connection`` may be async)."""
+        connection = options.pop("connection", None)
+        run = services.new_run(self.registry, Job(handler, payload, **options))
+        if connection is not None:
+            store = await self.store()
+            enqueue_on = getattr(store, "enqueue_on", None)
+            if enqueue_on is None:
+                raise UnsupportedFeature("enqueue(connection=...) needs the PostgreSQL store")
+            [enqueued] = await enqueue_on(connection, [run], self.clock.db_now())
+            return int(enqueued.run_id)
+        return (await self._enqueue_async([run]))[0]
+
+    def enqueue_many(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[int]:
+        """Create many runs in one round trip (COPY on PostgreSQL). All are validated
+        before any is written."""
+        runs = [services.new_run(self.registry, Job.coerce(job)) for job in jobs]
+        return self._call(lambda: self._enqueue_async(runs))
+
+    async def enqueue_many_async(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[int]:
+        runs = [services.new_run(self.registry, Job.coerce(job)) for job in jobs]
+        return await self._enqueue_async(runs)
+
+    async def _enqueue_async(self, runs: list[NewRun]) -> list[int]:
+        return await services.enqueue(await self.store(), self.clock, runs)
+
+    def _enqueue_on_connection(self, connection: Any, run: NewRun) -> int:
+        if not self.settings.database_url.startswith(("postgresql://", "postgres://")):
+            raise UnsupportedFeature("enqueue(connection=...) needs the PostgreSQL store")
+        from rota.store.postgres import enqueue_on_sync_connection
+
+        return enqueue_on_sync_connection(
+            connection, run, self.clock.db_now(), self.settings.aging_seconds
+        )
+
+    # -- reading and steering -----------------------------------------------
+    def get_run(self, run_id: int) -> Run:
+        return self._call(lambda: self._with_store(services.get_run, run_id))
+
+    def run_detail(self, run_id: int) -> RunDetail:
+        return self._call(lambda: self._with_store(services.run_detail, run_id))
+
+    def list_runs(self, **filters: Any) -> list[Run]:
+        return self._call(lambda: self._with_store(services.list_runs, **filters))
+
+    def cancel(self, run_id: int) -> Run:
+        return self._call(lambda: self._with_store(services.cancel, self.clock, run_id))
+
+    def replay(self, run_id: int) -> int:
+        """Re-run a finished run as a fresh run linked to it; returns the new id."""
+        return self._call(lambda: self._with_store(services.replay, self.clock, run_id))
+
+    async def _with_store(self, fn: Callable[..., Awaitable[T]], *args: Any, **kw: Any) -> T:
+        return await fn(await self.store(), *args, **kw)
+
+    # -- working ------------------------------------------------------------
+    def run_worker(
+        self,
+        concurrency: int = 8,
+        node_id: str | None = None,
+        queues: Iterable[str] | None = None,
+    ) -> None:
+        """Work until SIGTERM or SIGINT, then shut down gracefully. Blocking."""
+        options = self.worker_options(concurrency, node_id, queues)
+
+        async def main() -> None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, stop.set)
+            try:
+                await self.work(stop, options)
+            finally:
+                await self.aclose()
+
+        asyncio.run(main())
+
+    def worker_options(
+        self, concurrency: int = 8, node_id: str | None = None, queues: Iterable[str] | None = None
+    ) -> WorkerOptions:
+        if queues is not None and isinstance(queues, str):
+            raise InvalidArgument("queues", queues, "a list of queue names")
+        kwargs: dict[str, Any] = {"concurrency": concurrency, "queues": tuple(queues or ())}
+        if node_id is not None:
+            kwargs["node_id"] = node_id
+        return WorkerOptions(**kwargs)
+
+    async def work(self, stop: asyncio.Event, options: WorkerOptions | None = None) -> Worker:
+        """Run a worker on the current event loop until ``stop`` is set."""
+        worker = Worker(
+            await self.store(), self.registry, self.settings, self.clock, options or WorkerOptions()
+        )
+        await worker.run(stop)
+        return worker
+
+    # -- closing ------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close the store of the running loop."""
+        store = self._stores.pop(asyncio.get_running_loop(), None)
+        if store is not None:
+            await store.close()
+
+    def close(self) -> None:
+        """Close every store this App opened, and its sync loop thread."""
+        if self._sync is not None:
+            sync = self._sync
+            store = self._stores.pop(sync.loop, None)
+            if store is not None:
+                sync.call(store.close())
+            sync.stop()
+            self._sync = None

@@ -1,0 +1,42 @@
+"""The one place that picks SQLite or PostgreSQL from a database URL."""
+
+from __future__ import annotations
+
+from rota.config import Settings
+from rota.errors import InvalidArgument, SchemaMismatch
+from rota.store.port import Store
+
+SUPPORTED = "sqlite:///PATH (the default is sqlite:///rota.db) or postgresql://USER@HOST/DB"
+
+
+def make_store(settings: Settings) -> Store:
+    url = settings.database_url
+    if url.startswith("sqlite:///"):
+        from rota.store.sqlite import SqliteStore
+
+        return SqliteStore(
+            url, aging_seconds=settings.aging_seconds, poll_seconds=settings.sqlite_poll_seconds
+        )
+    if url.startswith(("postgresql://", "postgres://")):
+        from rota.store.postgres import PostgresStore
+
+        return PostgresStore(url, aging_seconds=settings.aging_seconds, pool_size=settings.pool_size)
+    raise InvalidArgument("database URL", url, SUPPORTED)
+
+
+async def open_store(settings: Settings) -> Store:
+    """Open a store and make sure its schema is one this rota can use."""
+    store = make_store(settings)
+    await store.open()
+    try:
+        status = await store.schema_status()
+        if status.current > status.latest:
+            raise SchemaMismatch(status.current, status.latest)
+        if not status.up_to_date:
+            if not settings.auto_migrate:
+                raise SchemaMismatch(status.current, status.latest)
+            await store.migrate()
+    except BaseException:
+        await store.close()
+        raise
+    return store

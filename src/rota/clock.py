@@ -1,0 +1,78 @@
+"""The only module that reads the wall clock.
+
+Everything else takes ``now`` as an argument or a :class:`Clock`. Lease expiry is never
+judged here: the store compares leases with the *database* clock, so machines whose
+clocks disagree still agree on who holds a run. ``Clock.db_now()`` is how a test
+overrides the database clock too: a real clock answers ``None`` ("let the database
+decide"), a :class:`FakeClock` answers its own time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """An aware UTC datetime."""
+
+    def db_now(self) -> datetime | None:
+        """The instant the store should treat as 'now', or None for the database's clock."""
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin, for measuring intervals."""
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def db_now(self) -> datetime | None:
+        return None
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class FakeClock:
+    """A clock that moves only when told to. Thread-safe: workers read it from threads."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        start = start or datetime(2026, 1, 1, tzinfo=UTC)
+        require_aware(start, "start")
+        self._now = start
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def db_now(self) -> datetime | None:
+        return self.now()
+
+    def monotonic(self) -> float:
+        return self.now().timestamp()
+
+    def advance(self, seconds: float = 0.0, **delta: float) -> datetime:
+        with self._lock:
+            self._now += timedelta(seconds=seconds, **delta)
+            return self._now
+
+    def set(self, when: datetime) -> None:
+        require_aware(when, "when")
+        with self._lock:
+            self._now = when
+
+
+def require_aware(value: datetime, name: str) -> datetime:
+    """Reject naive datetimes: rota never guesses a time zone."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        from rota.errors import InvalidArgument
+
+        raise InvalidArgument(
+            name, value, "an aware datetime (with tzinfo); naive datetimes are ambiguous"
+        )
+    return value.astimezone(UTC)

@@ -1,0 +1,100 @@
+"""Settings: one frozen, validated object, built once (from arguments, flags or the
+environment) and passed down. Nothing reads the environment after start-up."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from rota.errors import InvalidArgument
+
+DEFAULT_DATABASE_URL = "sqlite:///rota.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    # A lease must outlive a few missed heartbeats: renew every lease_seconds / 3.
+    lease_seconds: float = 30.0
+    # Idle workers look for work this often even without a notification (PostgreSQL) or
+    # on every tick (SQLite, which has no notifications).
+    poll_seconds: float = 1.0
+    sqlite_poll_seconds: float = 0.05
+    # Linear priority aging: waiting this long is worth one priority level.
+    aging_seconds: float = 60.0
+    # Consecutive lost leases before a run counts as poison and is dead-lettered.
+    poison_after: int = 3
+    reap_interval_seconds: float = 5.0
+    # Finished runs older than this are pruned (with their attempts and logs).
+    retention_seconds: float = 7 * 24 * 3600.0
+    shutdown_grace_seconds: float = 30.0
+    # How long a handler that ignores cancellation gets before its attempt is recorded
+    # Cancelled anyway and its task abandoned.
+    cancel_grace_seconds: float = 5.0
+    auto_migrate: bool = True
+    pool_size: int = 4
+
+    def __post_init__(self) -> None:
+        for name in (
+            "lease_seconds",
+            "poll_seconds",
+            "sqlite_poll_seconds",
+            "aging_seconds",
+            "reap_interval_seconds",
+            "retention_seconds",
+            "cancel_grace_seconds",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise InvalidArgument(name, value, "a number of seconds > 0")
+        if self.shutdown_grace_seconds < 0:
+            raise InvalidArgument(
+                "shutdown_grace_seconds", self.shutdown_grace_seconds, "a number of seconds >= 0"
+            )
+        for name in ("poison_after", "pool_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgument(name, value, "an integer >= 1")
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        return self.lease_seconds / 3
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        known = {f.name for f in fields(self)}
+        for key in overrides:
+            if key not in known:
+                raise InvalidArgument("setting", key, f"one of {', '.join(sorted(known))}")
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """ROTA_DATABASE_URL, ROTA_LEASE_SECONDS, ... (the field name, upper-cased)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field in fields(cls):
+            raw = environ.get(f"ROTA_{field.name.upper()}")
+            if raw is None:
+                continue
+            values[field.name] = _parse(field.name, field.type, raw)
+        return cls(**values).with_overrides(**overrides)
+
+
+def _parse(name: str, kind: Any, raw: str) -> Any:
+    kind = str(kind)
+    try:
+        if kind == "bool":
+            if raw.lower() in {"1", "true", "yes", "on"}:
+                return True
+            if raw.lower() in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(raw)
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError:
+        raise InvalidArgument(f"ROTA_{name.upper()}", raw, f"a {kind}") from None
+    return raw

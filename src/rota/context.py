@@ -1,0 +1,95 @@
+"""What a handler receives besides its payload."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from rota.domain.runs import ClaimedRun, LogLine
+from rota.errors import UnsupportedFeature
+
+
+class RunLogger:
+    """Log lines that are stored with the run (and also go to the process log)."""
+
+    def __init__(self, run: ClaimedRun, now: Callable[[], datetime]) -> None:
+        self._run = run
+        self._now = now
+        self._lines: list[LogLine] = []
+        self._lock = threading.Lock()  # sync handlers log from their thread
+        self._process_log = structlog.get_logger("rota.run").bind(
+            run_id=run.run_id, handler=run.handler, attempt=run.attempt
+        )
+
+    def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:
+        try:
+            fields_json = json.dumps(fields, default=str)
+        except (TypeError, ValueError):
+            fields_json = json.dumps({"unserialisable": repr(fields)})
+        line = LogLine(self._run.run_id, self._run.attempt, self._now(), level, message, fields_json)
+        with self._lock:
+            self._lines.append(line)
+        getattr(self._process_log, level)(message, **fields)
+
+    def debug(self, message: str, **fields: Any) -> None:
+        self._emit("debug", message, fields)
+
+    def info(self, message: str, **fields: Any) -> None:
+        self._emit("info", message, fields)
+
+    def warning(self, message: str, **fields: Any) -> None:
+        self._emit("warning", message, fields)
+
+    def error(self, message: str, **fields: Any) -> None:
+        self._emit("error", message, fields)
+
+    def take(self) -> list[LogLine]:
+        with self._lock:
+            lines, self._lines = self._lines, []
+        return lines
+
+
+@dataclass
+class RunContext:
+    """Handed to every handler call.
+
+    ``fence`` is this attempt's fencing token: pass it to systems you write to so they
+    can refuse a stale attempt's write. ``idempotency_key`` stays the same across every
+    attempt of a run: pass it to APIs that deduplicate retries.
+    """
+
+    run_id: int
+    handler: str
+    queue: str
+    attempt: int
+    max_attempts: int
+    fence: int
+    idempotency_key: str
+    log: RunLogger
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    _open_transaction: Callable[[], Any] | None = None
+    _transaction: Any = None
+
+    def is_cancelled(self) -> bool:
+        """True once an operator asked to cancel, a timeout passed, or the worker lost
+        the lease. Long-running handlers should check it and return early."""
+        return self.cancelled.is_set()
+
+    async def transaction(self) -> Any:
+        """A PostgreSQL connection inside a transaction that commits together with this
+        run's completion, under its fence, when the handler returns; it rolls back if
+        the handler fails or the fence was lost. Async handlers only, PostgreSQL only.
+        Calling it again returns the same connection."""
+        if self._transaction is None:
+            if self._open_transaction is None:
+                raise UnsupportedFeature(
+                    "ctx.transaction() needs the PostgreSQL store and an async handler"
+                )
+            self._transaction = await self._open_transaction()
+        return self._transaction.connection

@@ -1,0 +1,216 @@
+"""The values that cross the store port: what to enqueue, what a claim hands out, what
+a worker reports back. Frozen, validated at construction, no I/O."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from rota.domain.states import REPLAYABLE_STATES, AttemptOutcome, RunState
+from rota.errors import InvalidArgument, InvalidTransition, RunNotFound
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+NAME_RULE = "1-128 characters: letters, digits and _ . : - (starting with a letter or digit)"
+MIN_PRIORITY, MAX_PRIORITY = 1, 10
+
+
+def check_name(kind: str, value: object) -> str:
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        raise InvalidArgument(kind, value, NAME_RULE)
+    return value
+
+
+def check_priority(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument("priority", value, f"an integer {MIN_PRIORITY}-{MAX_PRIORITY}")
+    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise InvalidArgument("priority", value, f"an integer {MIN_PRIORITY}-{MAX_PRIORITY}")
+    return value
+
+
+def check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument(name, value, "an integer >= 1")
+    return value
+
+
+def check_timeout(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InvalidArgument("timeout", value, "a number of seconds > 0, or None for no timeout")
+    return float(value)
+
+
+def encode_json(name: str, value: Any) -> str:
+    """Serialise a payload or result, refusing what JSON cannot carry (no silent str())."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(name, value, f"a JSON-serialisable value ({exc})") from None
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run to create. ``payload_json`` is already-encoded JSON text."""
+
+    handler: str
+    payload_json: str
+    queue: str = "default"
+    priority: int = 5
+    run_at: datetime | None = None  # None: now, by the store's clock
+    max_attempts: int = 3
+    timeout: float | None = None
+    idempotency_key: str | None = None
+    namespace: str = "default"
+    replay_of: int | None = None
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    run_id: int
+    created: bool  # False when an idempotency key matched an existing run
+
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    """What a claim hands a worker. ``fence`` guards every write the worker makes."""
+
+    run_id: int
+    handler: str
+    payload: Any
+    queue: str
+    attempt: int
+    max_attempts: int
+    fence: int
+    timeout: float | None
+    lost_count: int
+    idempotency_key: str | None
+    lease_expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Lease:
+    run_id: int
+    fence: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One attempt's result, written only if ``fence`` still matches.
+
+    ``state`` is the run's next state, decided by the worker from the handler's policy
+    (Succeeded, Retrying, Failed, TimedOut, Cancelled or DeadLettered).
+    """
+
+    run_id: int
+    fence: int
+    state: RunState
+    attempt_outcome: AttemptOutcome
+    result_json: str | None = None
+    error: str | None = None
+    # When state is Retrying: seconds from the database's now, so no worker clock decides.
+    retry_delay: float | None = None
+
+
+@dataclass(frozen=True)
+class RenewResult:
+    lost: frozenset[int]  # run ids whose lease is no longer ours (fence moved on)
+    cancel_requested: frozenset[int]
+    lease_expires_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    run_id: int
+    attempt: int
+    fence: int
+    worker_id: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    outcome: AttemptOutcome
+    error: str | None
+
+    @property
+    def duration(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    namespace: str
+    handler: str
+    queue: str
+    state: RunState
+    payload: Any
+    priority: int
+    run_at: datetime
+    attempt: int
+    max_attempts: int
+    fence: int
+    timeout: float | None
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    idempotency_key: str | None
+    result: Any
+    error: str | None
+    cancel_requested: bool
+    lost_count: int
+    replay_of: int | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class LogLine:
+    run_id: int
+    attempt: int
+    at: datetime
+    level: str
+    message: str
+    fields_json: str = "{}"
+
+
+@dataclass(frozen=True)
+class ReapedRun:
+    run_id: int
+    fence: int
+    state: RunState  # Pending again, or DeadLettered
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    state: RunState | None = None
+    handler: str | None = None
+    queue: str | None = None
+    before_id: int | None = None  # keyset pagination: runs with id < before_id, newest first
+    limit: int = 50
+
+
+def replay_request(run_id: int, run: Run | None) -> NewRun:
+    """A fresh run that repeats a finished one. Its idempotency key is derived from the
+    old run, so replaying the same run twice (two operators, a retried request) yields
+    one new run, not two."""
+    if run is None:
+        raise RunNotFound(run_id)
+    if run.state not in REPLAYABLE_STATES:
+        allowed = ", ".join(sorted(s.value for s in REPLAYABLE_STATES))
+        raise InvalidTransition(run_id, run.state.value, f"replay (only {allowed} runs)")
+    return NewRun(
+        handler=run.handler,
+        payload_json=encode_json("payload", run.payload),
+        queue=run.queue,
+        priority=run.priority,
+        max_attempts=run.max_attempts,
+        timeout=run.timeout,
+        idempotency_key=f"rota:replay:{run.id}",
+        namespace=run.namespace,
+        replay_of=run.id,
+    )

@@ -1,0 +1,87 @@
+"""Run states and the transitions between them.
+
+The table is the single source of truth: stores write only transitions listed here
+(their SQL names the allowed source states), DESIGN.md draws the same table, and a
+test checks the two agree.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RunState(StrEnum):
+    PENDING = "pending"  # waiting for run_at and a free worker
+    CLAIMED = "claimed"  # a worker holds the lease; not yet confirmed started
+    RUNNING = "running"  # the worker's heartbeat confirmed the handler is executing
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # the handler declared the failure permanent
+    RETRYING = "retrying"  # an attempt failed; the next one is due at run_at
+    TIMED_OUT = "timed_out"  # an attempt ran past its timeout and the handler opts out of retrying timeouts
+    CANCELLED = "cancelled"  # by an operator, or a start-by deadline passed
+    DEAD_LETTERED = "dead_lettered"  # attempts spent (or poison); kept for replay
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+    @property
+    def is_active(self) -> bool:
+        """Held by a worker under a lease."""
+        return self in ACTIVE_STATES
+
+
+ACTIVE_STATES = frozenset({RunState.CLAIMED, RunState.RUNNING})
+CLAIMABLE_STATES = frozenset({RunState.PENDING, RunState.RETRYING})
+TERMINAL_STATES = frozenset(
+    {
+        RunState.SUCCEEDED,
+        RunState.FAILED,
+        RunState.TIMED_OUT,
+        RunState.CANCELLED,
+        RunState.DEAD_LETTERED,
+    }
+)
+
+# (from, to) -> who makes the transition. DESIGN.md renders this table.
+TRANSITIONS: dict[tuple[RunState, RunState], str] = {
+    (RunState.PENDING, RunState.CLAIMED): "worker claim",
+    (RunState.RETRYING, RunState.CLAIMED): "worker claim (retry is due)",
+    (RunState.PENDING, RunState.CANCELLED): "operator cancel; or claim after start-by deadline",
+    (RunState.RETRYING, RunState.CANCELLED): "operator cancel; or claim after start-by deadline",
+    (RunState.CLAIMED, RunState.RUNNING): "worker heartbeat",
+    (RunState.CLAIMED, RunState.SUCCEEDED): "worker completion (fenced)",
+    (RunState.RUNNING, RunState.SUCCEEDED): "worker completion (fenced)",
+    (RunState.CLAIMED, RunState.RETRYING): "worker completion: attempt failed, budget left",
+    (RunState.RUNNING, RunState.RETRYING): "worker completion: attempt failed, budget left",
+    (RunState.CLAIMED, RunState.FAILED): "worker completion: PermanentFailure raised",
+    (RunState.RUNNING, RunState.FAILED): "worker completion: PermanentFailure raised",
+    (RunState.CLAIMED, RunState.TIMED_OUT): "worker completion: timeout, retry_timeouts=False",
+    (RunState.RUNNING, RunState.TIMED_OUT): "worker completion: timeout, retry_timeouts=False",
+    (RunState.CLAIMED, RunState.CANCELLED): "worker completion after a cancel request",
+    (RunState.RUNNING, RunState.CANCELLED): "worker completion after a cancel request",
+    (RunState.CLAIMED, RunState.DEAD_LETTERED): "worker completion: attempts spent",
+    (RunState.RUNNING, RunState.DEAD_LETTERED): "worker completion: attempts spent; reaper: poison",
+    (RunState.CLAIMED, RunState.PENDING): "worker release on shutdown; reaper: lease expired",
+    (RunState.RUNNING, RunState.PENDING): "worker release on shutdown; reaper: lease expired",
+}
+
+# Replay never moves a run: it creates a fresh Pending run linked by replay_of.
+REPLAYABLE_STATES = frozenset(
+    {RunState.DEAD_LETTERED, RunState.FAILED, RunState.TIMED_OUT, RunState.CANCELLED}
+)
+
+
+def can_transition(source: RunState, target: RunState) -> bool:
+    return (source, target) in TRANSITIONS
+
+
+class AttemptOutcome(StrEnum):
+    """How one attempt ended. Exactly one is recorded per attempt (per fence)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+    LOST = "lost"  # the lease expired: the worker died, stalled or lost its connection
+    RELEASED = "released"  # the worker shut down and handed the run back

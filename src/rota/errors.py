@@ -1,0 +1,87 @@
+"""Every error rota raises derives from :class:`RotaError`.
+
+Errors carry the ids and values they are about as attributes, so the API, the CLI and
+logs can report them without parsing messages. Store adapters translate driver errors
+into these; nothing above the store sees a psycopg or sqlite3 exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RotaError(Exception):
+    """Root of rota's errors."""
+
+
+class InvalidArgument(RotaError, ValueError):
+    """A value a caller passed is not allowed. Nothing was written."""
+
+    def __init__(self, name: str, value: Any, allowed: str) -> None:
+        self.name = name
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"invalid {name}: {value!r}; expected {allowed}")
+
+
+class UnknownHandler(InvalidArgument):
+    def __init__(self, handler: str, known: list[str]) -> None:
+        listing = ", ".join(sorted(known)) or "none registered"
+        super().__init__("handler", handler, f"a registered handler ({listing})")
+
+
+class RunNotFound(RotaError, LookupError):
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        super().__init__(f"run {run_id} does not exist")
+
+
+class InvalidTransition(RotaError):
+    """The run is not in a state that allows what was asked (e.g. replaying a live run)."""
+
+    def __init__(self, run_id: int, state: str, action: str) -> None:
+        self.run_id = run_id
+        self.state = state
+        self.action = action
+        super().__init__(f"cannot {action} run {run_id}: it is {state}")
+
+
+class LeaseLost(RotaError):
+    """A write under a lease changed zero rows: another worker holds a newer fence."""
+
+    def __init__(self, run_id: int, fence: int) -> None:
+        self.run_id = run_id
+        self.fence = fence
+        super().__init__(f"lease on run {run_id} with fence {fence} was lost")
+
+
+class StoreUnavailable(RotaError):
+    """The database cannot be reached (down, refused, or the connection broke)."""
+
+
+class SchemaMismatch(RotaError):
+    """The database schema is newer than this rota, or older and not upgraded."""
+
+    def __init__(self, found: int, known: int) -> None:
+        self.found = found
+        self.known = known
+        if found > known:
+            hint = "this rota is older than the database; upgrade rota before starting it"
+        else:
+            hint = "run `rota db upgrade` (or start with auto-migration on)"
+        super().__init__(f"database schema is version {found}, this rota knows {known}: {hint}")
+
+
+class UnsupportedFeature(RotaError):
+    """The chosen store cannot do what was asked (e.g. ctx.transaction() on SQLite)."""
+
+
+class PermanentFailure(RotaError):
+    """Raised by a handler to say: this failure will not go away by retrying.
+
+    The run ends Failed at once, without further attempts.
+    """
+
+
+class StoreError(RotaError):
+    """The database refused an operation for a reason other than being unreachable."""

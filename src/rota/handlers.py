@@ -1,0 +1,100 @@
+"""The handler registry: what a worker may run, by name, with its options.
+
+Only registered functions ever run: a run names a handler, never code.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rota.domain.retry import DEFAULT_POLICY, RetryPolicy
+from rota.domain.runs import check_name, check_positive_int, check_priority, check_timeout
+from rota.errors import InvalidArgument, UnknownHandler
+
+HandlerFn = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    name: str
+    fn: HandlerFn
+    is_async: bool
+    queue: str = "default"
+    max_attempts: int = 3
+    timeout: float | None = None
+    retry: RetryPolicy = DEFAULT_POLICY
+    priority: int = 5
+    # A timeout is usually transient (a slow dependency), so it is retried like any
+    # failure; handlers for which a timeout means "give up" set this to False.
+    retry_timeouts: bool = True
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._specs: dict[str, HandlerSpec] = {}
+
+    def register(self, spec: HandlerSpec) -> None:
+        if spec.name in self._specs:
+            raise InvalidArgument("handler", spec.name, "a name not already registered")
+        self._specs[spec.name] = spec
+
+    def get(self, name: str) -> HandlerSpec | None:
+        return self._specs.get(name)
+
+    def require(self, name: str) -> HandlerSpec:
+        spec = self._specs.get(name)
+        if spec is None:
+            raise UnknownHandler(name, list(self._specs))
+        return spec
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def queues(self) -> tuple[str, ...]:
+        return tuple(sorted({spec.queue for spec in self._specs.values()})) or ("default",)
+
+
+def make_spec(
+    fn: HandlerFn,
+    name: str,
+    *,
+    queue: str,
+    max_attempts: int,
+    timeout: float | None,
+    retry: RetryPolicy | None,
+    priority: int,
+    retry_timeouts: bool,
+) -> HandlerSpec:
+    check_name("handler name", name)
+    check_name("queue", queue)
+    check_positive_int("max_attempts", max_attempts)
+    if not callable(fn):
+        raise InvalidArgument("handler", fn, "a function taking (ctx, payload)")
+    _check_signature(name, fn)
+    if retry is not None and not callable(getattr(retry, "delay", None)):
+        raise InvalidArgument("retry", retry, "a policy from rota.retry (Fixed, Exponential, ...)")
+    return HandlerSpec(
+        name=name,
+        fn=fn,
+        is_async=inspect.iscoroutinefunction(fn),
+        queue=queue,
+        max_attempts=max_attempts,
+        timeout=check_timeout(timeout),
+        retry=retry or DEFAULT_POLICY,
+        priority=check_priority(priority),
+        retry_timeouts=retry_timeouts,
+    )
+
+
+def _check_signature(name: str, fn: HandlerFn) -> None:
+    try:
+        inspect.signature(fn).bind(object(), object())
+    except TypeError:
+        raise InvalidArgument(
+            f"handler {name!r}", fn, "a function accepting two arguments: (ctx, payload)"
+        ) from None
+    except ValueError:  # builtins without a signature: let them be
+        return

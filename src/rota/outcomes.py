@@ -1,0 +1,104 @@
+"""Batched, fenced outcome recording ("group commit").
+
+Finished runs queue their outcome here; one task writes whatever has queued up in a
+single statement, so a busy worker completes hundreds of runs per round trip and an idle
+one writes each at once. A write that failed because the connection broke is ambiguous
+(it may have committed): it is retried, and outcomes the retry finds already gone are
+checked against the attempt history, so an outcome is recorded once, never twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+
+from rota.domain.runs import LogLine, Outcome
+from rota.errors import StoreError, StoreUnavailable
+from rota.store.port import Store
+
+log = structlog.get_logger("rota.outcomes")
+MAX_BATCH = 500
+
+
+@dataclass
+class _Pending:
+    outcome: Outcome
+    lines: list[LogLine]
+    written: asyncio.Future[bool]
+
+
+class OutcomeWriter:
+    def __init__(self, store: Store, db_now: Callable[[], datetime | None]) -> None:
+        self._store = store
+        self._db_now = db_now
+        self._queue: list[_Pending] = []
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="rota-outcomes")
+
+    async def record(self, outcome: Outcome, lines: list[LogLine]) -> bool:
+        """Queue an outcome; True once written, False if its fence was stale."""
+        pending = _Pending(outcome, lines, asyncio.get_running_loop().create_future())
+        self._queue.append(pending)
+        self._ready.set()
+        return await pending.written
+
+    async def store_logs(self, lines: list[LogLine]) -> None:
+        """Lines of a run whose outcome is not ours to write (e.g. released)."""
+        if lines:
+            with contextlib.suppress(StoreError):
+                await self._store.append_logs(lines)
+
+    async def close(self) -> None:
+        """Write everything queued, then stop."""
+        while self._queue:
+            await self._flush()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            while self._queue:
+                await self._flush()
+
+    async def _flush(self) -> None:
+        batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+        outcomes = [p.outcome for p in batch]
+        written = await self._write(outcomes)
+        lines = [line for p in batch for line in p.lines]
+        if lines:
+            try:
+                await self._store.append_logs(lines)
+            except StoreError as exc:
+                log.warning("could not store run log lines", count=len(lines), error=str(exc))
+        for p in batch:
+            if not p.written.done():
+                p.written.set_result(p.outcome.run_id in written)
+
+    async def _write(self, outcomes: list[Outcome]) -> set[int]:
+        delay = 0.05
+        ambiguous = False
+        while True:
+            try:
+                written = await self._store.complete(outcomes, self._db_now())
+                if ambiguous:
+                    unsure = [o for o in outcomes if o.run_id not in written]
+                    if unsure:
+                        written |= await self._store.recorded_outcomes(unsure)
+                return written
+            except StoreUnavailable as exc:
+                ambiguous = True
+                log.warning("recording outcomes failed; retrying", error=str(exc), delay=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)

@@ -1,0 +1,492 @@
+"""The PostgreSQL store: psycopg 3 with an async pool.
+
+Claims take batches with FOR UPDATE SKIP LOCKED; wake-ups come over LISTEN/NOTIFY with
+polling as the fallback; the listener reconnects by itself after the server restarts.
+Statements run in autocommit, one round trip each: every hot-path query is a single
+statement, so it is atomic without an explicit transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+import psycopg_pool
+import structlog
+from psycopg.rows import dict_row
+
+from rota.domain.runs import (
+    replay_request,
+    Attempt,
+    ClaimedRun,
+    Enqueued,
+    Lease,
+    LogLine,
+    NewRun,
+    Outcome,
+    ReapedRun,
+    RenewResult,
+    Run,
+    RunFilter,
+)
+from rota.domain.states import RunState
+from rota.errors import (
+    InvalidTransition,
+    RunNotFound,
+    StoreError,
+    StoreUnavailable,
+)
+from rota.store.port import ClaimRequest, SchemaStatus
+from rota.store.queries import latest_version, load_migrations, load_queries
+from rota.store.rows import attempt_from_row, log_from_row, run_from_row
+
+log = structlog.get_logger("rota.store.postgres")
+
+Q = load_queries("postgres")
+NOTIFY_CHANNEL = "rota_wakeup"
+COPY_THRESHOLD = 200  # below this, one INSERT ... unnest is cheaper than COPY's setup
+MIGRATION_LOCK = 0x726F7461  # "rota": an advisory lock so concurrent starters migrate once
+# Keepalives catch a half-open TCP connection, which otherwise raises nothing.
+CONNECT_OPTIONS = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "connect_timeout": 5,
+}
+
+
+def _columns(runs: Sequence[NewRun]) -> dict[str, list[Any]]:
+    return {
+        "namespaces": [r.namespace for r in runs],
+        "handlers": [r.handler for r in runs],
+        "queues": [r.queue for r in runs],
+        "payloads": [r.payload_json for r in runs],
+        "priorities": [r.priority for r in runs],
+        "run_ats": [r.run_at for r in runs],
+        "max_attempts": [r.max_attempts for r in runs],
+        "timeouts": [r.timeout for r in runs],
+        "idempotency_keys": [r.idempotency_key for r in runs],
+        "replay_ofs": [r.replay_of for r in runs],
+    }
+
+
+def _lease_arrays(leases: Sequence[Lease | Outcome]) -> dict[str, list[int]]:
+    return {"ids": [x.run_id for x in leases], "fences": [x.fence for x in leases]}
+
+
+class PostgresHandlerTransaction:
+    """A transaction lent to a handler; it commits only together with the run's outcome."""
+
+    def __init__(self, connection: psycopg.AsyncConnection[Any], stack: AsyncExitStack) -> None:
+        self.connection = connection
+        self._stack = stack
+        self._finished = False
+
+    async def commit_with(self, outcome: Outcome, aging_now: datetime | None) -> bool:
+        """Write ``outcome`` fenced inside this transaction and commit both, or neither."""
+        if self._finished:
+            raise StoreError("handler transaction already finished")
+        try:
+            written = await _complete_on(self.connection, [outcome], aging_now)
+        except BaseException:
+            await self.rollback()
+            raise
+        if outcome.run_id not in written:
+            await self.rollback()
+            return False
+        self._finished = True
+        with _translated():
+            await self._stack.aclose()
+        return True
+
+    async def rollback(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        with _translated(), contextlib.suppress(psycopg.Error):
+            await self._stack.__aexit__(psycopg.Rollback, psycopg.Rollback(), None)
+
+
+async def _complete_on(
+    conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime | None
+) -> set[int]:
+    params = {
+        **_lease_arrays(outcomes),
+        "states": [o.state.value for o in outcomes],
+        "outcomes": [o.attempt_outcome.value for o in outcomes],
+        "results": [o.result_json for o in outcomes],
+        "errors": [o.error for o in outcomes],
+        "retry_delays": [o.retry_delay for o in outcomes],
+        "now": now,
+    }
+    with _translated():
+        cur = await conn.execute(Q["complete"], params)
+        return {row[0] for row in await cur.fetchall()}
+
+
+@contextlib.contextmanager
+def _translated() -> Any:
+    """Driver errors become rota errors; nothing above the store sees psycopg."""
+    try:
+        yield
+    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+        raise StoreUnavailable(f"PostgreSQL is unreachable: {exc}".strip()) from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"PostgreSQL refused the operation: {exc}".strip()) from exc
+
+
+class PostgresStore:
+    dialect = "postgres"
+    supports_transactional_completion = True
+
+    def __init__(self, url: str, *, aging_seconds: float = 60.0, pool_size: int = 4) -> None:
+        self.url = url
+        self.aging_seconds = aging_seconds
+        self._pool = psycopg_pool.AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(pool_size, 2),
+            open=False,
+            kwargs={"autocommit": True, **CONNECT_OPTIONS, "options": "-c timezone=UTC"},
+            timeout=10,
+        )
+        self._wakeup = asyncio.Event()
+        self._listener: asyncio.Task[None] | None = None
+
+    # -- lifecycle ----------------------------------------------------------
+    async def open(self) -> None:
+        try:
+            await self._pool.open(wait=True, timeout=10)
+        except psycopg_pool.PoolTimeout as exc:
+            await self._pool.close()
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {_redact(self.url)}: no connection within 10 s"
+            ) from exc
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
+            self._listener = None
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        with _translated():
+            async with self._pool.connection() as conn:
+                yield conn
+
+    async def _fetch(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        async with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(Q[query], params)
+            return await cur.fetchall() if cur.description else []
+
+    async def _tuples(self, query: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        async with self._conn() as conn:
+            cur = await conn.execute(Q[query], params)
+            return await cur.fetchall() if cur.description else []
+
+    # -- schema -------------------------------------------------------------
+    async def schema_status(self) -> SchemaStatus:
+        async with self._conn() as conn:
+            return SchemaStatus(await _current_version(conn), latest_version(self.dialect))
+
+    async def migrate(self) -> list[int]:
+        applied: list[int] = []
+        async with self._conn() as conn:
+            await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            try:
+                current = await _current_version(conn)
+                for migration in load_migrations(self.dialect)[current:]:
+                    async with conn.transaction():
+                        await conn.execute(migration.sql.encode())
+                        await conn.execute(
+                            "INSERT INTO rota_schema_migrations (version, name) VALUES (%s, %s)",
+                            (migration.version, migration.name),
+                        )
+                    applied.append(migration.version)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+        return applied
+
+    # -- producing ----------------------------------------------------------
+    async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]:
+        async with self._conn() as conn:
+            return await self.enqueue_on(conn, runs, now)
+
+    async def enqueue_on(
+        self, conn: psycopg.AsyncConnection[Any], runs: Sequence[NewRun], now: datetime | None
+    ) -> list[Enqueued]:
+        """Enqueue on a given connection, inside whatever transaction it has open."""
+        if not runs:
+            return []
+        with _translated():
+            if len(runs) >= COPY_THRESHOLD and all(r.idempotency_key is None for r in runs):
+                return await self._copy_runs(conn, runs, now)
+            return await self._insert_runs(conn, runs, now)
+
+    async def _insert_runs(
+        self, conn: psycopg.AsyncConnection[Any], runs: Sequence[NewRun], now: datetime | None
+    ) -> list[Enqueued]:
+        params = {**_columns(runs), "now": now, "aging_seconds": self.aging_seconds}
+        cur = await conn.execute(Q["insert_runs"], params)
+        inserted = await cur.fetchall()
+        if len(inserted) == len(runs) and len(runs) == 1:
+            return [Enqueued(inserted[0][0], created=True)]
+        # Map rows back by idempotency key; unkeyed rows never conflict and come back in
+        # input order because ids are drawn from one sequence in scan order.
+        by_key = {key: run_id for run_id, key in inserted if key is not None}
+        unkeyed = sorted(run_id for run_id, key in inserted if key is None)
+        missing = [r.idempotency_key for r in runs if r.idempotency_key not in by_key]
+        existing: dict[tuple[str, str, str], int] = {}
+        if any(k is not None for k in missing):
+            cur = await conn.execute(
+                Q["existing_by_idempotency_key"], {"keys": [k for k in missing if k]}
+            )
+            existing = {(ns, h, k): i for i, ns, h, k in await cur.fetchall()}
+        results: list[Enqueued] = []
+        unkeyed_iter = iter(unkeyed)
+        for run in runs:
+            if run.idempotency_key is None:
+                results.append(Enqueued(next(unkeyed_iter), created=True))
+            elif run.idempotency_key in by_key:
+                results.append(Enqueued(by_key.pop(run.idempotency_key), created=True))
+            else:
+                key = (run.namespace, run.handler, run.idempotency_key)
+                results.append(Enqueued(existing[key], created=False))
+        return results
+
+    async def _copy_runs(
+        self, conn: psycopg.AsyncConnection[Any], runs: Sequence[NewRun], now: datetime | None
+    ) -> list[Enqueued]:
+        # COPY returns nothing, so ids are drawn first; both steps share a transaction.
+        async with conn.transaction():
+            cur = await conn.execute(Q["reserve_ids"], {"count": len(runs), "now": now})
+            reserved = await cur.fetchall()
+            db_now: datetime = reserved[0][1]
+            aging = timedelta(seconds=self.aging_seconds)
+            async with conn.cursor().copy(Q["copy_runs"]) as copy:
+                for (run_id, _), run in zip(reserved, runs, strict=True):
+                    run_at = run.run_at or db_now
+                    await copy.write_row(
+                        (
+                            run_id,
+                            run.namespace,
+                            run.handler,
+                            run.queue,
+                            run.payload_json,
+                            run.priority,
+                            run_at,
+                            run_at - aging * run.priority,
+                            run.max_attempts,
+                            run.timeout,
+                            run.replay_of,
+                            db_now,
+                        )
+                    )
+        return [Enqueued(run_id, created=True) for run_id, _ in reserved]
+
+    # -- hot path -----------------------------------------------------------
+    async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
+        rows = await self._tuples(
+            "claim",
+            {
+                "queues": list(request.queues),
+                "limit": request.limit,
+                "worker_id": request.worker_id,
+                "lease_seconds": request.lease_seconds,
+                "now": now,
+            },
+        )
+        return [ClaimedRun(*row) for row in rows]
+
+    async def renew(
+        self, worker_id: str, leases: Sequence[Lease], lease_seconds: float, now: datetime | None
+    ) -> RenewResult:
+        if not leases:
+            return RenewResult(frozenset(), frozenset(), None)
+        rows = await self._tuples(
+            "renew", {**_lease_arrays(leases), "lease_seconds": lease_seconds, "now": now}
+        )
+        held = {row[0] for row in rows}
+        return RenewResult(
+            lost=frozenset(lease.run_id for lease in leases) - held,
+            cancel_requested=frozenset(row[0] for row in rows if row[1]),
+            lease_expires_at=min((row[2] for row in rows), default=None),
+        )
+
+    async def complete(self, outcomes: Sequence[Outcome], now: datetime | None) -> set[int]:
+        if not outcomes:
+            return set()
+        async with self._conn() as conn:
+            return await _complete_on(conn, outcomes, now)
+
+    async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
+        params = {**_lease_arrays(outcomes), "outcomes": [o.attempt_outcome.value for o in outcomes]}
+        rows = await self._tuples("recorded_outcomes", params)
+        return {row[0] for row in rows}
+
+    async def release(self, leases: Sequence[Lease], now: datetime | None) -> set[int]:
+        if not leases:
+            return set()
+        rows = await self._tuples("release", {**_lease_arrays(leases), "now": now})
+        return {row[0] for row in rows}
+
+    async def append_logs(self, lines: Sequence[LogLine]) -> None:
+        if not lines:
+            return
+        await self._tuples(
+            "append_logs",
+            {
+                "run_ids": [x.run_id for x in lines],
+                "attempts": [x.attempt for x in lines],
+                "ats": [x.at for x in lines],
+                "levels": [x.level for x in lines],
+                "messages": [x.message for x in lines],
+                "fields": [x.fields_json for x in lines],
+            },
+        )
+
+    async def begin_handler_transaction(self) -> PostgresHandlerTransaction:
+        stack = AsyncExitStack()
+        with _translated():
+            conn = await stack.enter_async_context(self._pool.connection())
+            await stack.enter_async_context(conn.transaction())
+        return PostgresHandlerTransaction(conn, stack)
+
+    # -- housekeeping -------------------------------------------------------
+    async def reap_expired(
+        self, now: datetime | None, poison_after: int, limit: int
+    ) -> list[ReapedRun]:
+        rows = await self._tuples(
+            "reap_expired", {"now": now, "poison_after": poison_after, "limit": limit}
+        )
+        return [ReapedRun(row[0], row[1], RunState(row[2])) for row in rows]
+
+    async def prune_finished(self, older_than: datetime, limit: int) -> int:
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                Q["prune_finished"], {"older_than": older_than, "limit": limit}
+            )
+            return cur.rowcount
+
+    # -- reading and steering -----------------------------------------------
+    async def get_run(self, run_id: int) -> Run | None:
+        rows = await self._fetch("get_run", {"id": run_id})
+        return run_from_row(rows[0]) if rows else None
+
+    async def list_runs(self, run_filter: RunFilter) -> list[Run]:
+        rows = await self._fetch(
+            "list_runs",
+            {
+                "state": run_filter.state.value if run_filter.state else None,
+                "handler": run_filter.handler,
+                "queue": run_filter.queue,
+                "before_id": run_filter.before_id,
+                "limit": run_filter.limit,
+            },
+        )
+        return [run_from_row(row) for row in rows]
+
+    async def attempts(self, run_id: int) -> list[Attempt]:
+        return [attempt_from_row(row) for row in await self._fetch("attempts", {"id": run_id})]
+
+    async def logs(self, run_id: int) -> list[LogLine]:
+        rows = await self._fetch("logs", {"id": run_id})
+        return [log_from_row(row, json.dumps(row["fields"])) for row in rows]
+
+    async def request_cancel(self, run_id: int, now: datetime | None) -> Run:
+        if not await self._tuples("cancel_waiting", {"id": run_id, "now": now}):
+            await self._tuples("request_cancel_active", {"id": run_id})
+        run = await self.get_run(run_id)
+        if run is None:
+            raise RunNotFound(run_id)
+        if run.state.is_terminal and run.state is not RunState.CANCELLED:
+            raise InvalidTransition(run_id, run.state.value, "cancel")
+        return run
+
+    async def replay(self, run_id: int, now: datetime | None) -> int:
+        [enqueued] = await self.enqueue([replay_request(run_id, await self.get_run(run_id))], now)
+        return enqueued.run_id
+
+    # -- wake-ups -----------------------------------------------------------
+    async def wait_for_work(self, timeout: float) -> None:
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen(), name="rota-listen")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout)
+        self._wakeup.clear()
+
+    async def _listen(self) -> None:
+        """Keep one LISTEN connection alive; after any break, reconnect and wake the
+        worker, since notifications sent while we were away are lost."""
+        backoff = 0.1
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True, **CONNECT_OPTIONS
+                ) as conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    backoff = 0.1
+                    self._wakeup.set()
+                    while True:
+                        async for _ in conn.notifies(timeout=5.0):
+                            self._wakeup.set()
+                        await conn.execute("SELECT 1")  # raises if the link died quietly
+            except asyncio.CancelledError:
+                raise
+            except psycopg.Error as exc:
+                log.warning("listen connection lost; reconnecting", error=str(exc), backoff=backoff)
+                self._wakeup.set()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+
+async def _current_version(conn: psycopg.AsyncConnection[Any]) -> int:
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS rota_schema_migrations ("
+        " version integer PRIMARY KEY, name text NOT NULL,"
+        " applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    cur = await conn.execute("SELECT COALESCE(max(version), 0) FROM rota_schema_migrations")
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _redact(url: str) -> str:
+    """Hide a password in a URL before it goes into a message."""
+    import re
+
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def enqueue_on_sync_connection(
+    conn: Any, run: NewRun, now: datetime | None, aging_seconds: float
+) -> int:
+    """``app.enqueue(..., connection=conn)`` for a plain psycopg connection: the run is
+    inserted inside the caller's transaction and exists only if the caller commits."""
+    if not isinstance(conn, psycopg.Connection):
+        raise StoreError(
+            f"connection must be a psycopg.Connection (use enqueue_async for async ones), "
+            f"got {type(conn).__name__}"
+        )
+    params = {**_columns([run]), "now": now, "aging_seconds": aging_seconds}
+    with _translated():
+        row = conn.execute(Q["insert_runs"], params).fetchone()
+        if row is not None:
+            return int(row[0])
+        existing = conn.execute(
+            Q["existing_by_idempotency_key"], {"keys": [run.idempotency_key]}
+        ).fetchall()
+        for run_id, namespace, handler, _ in existing:
+            if (namespace, handler) == (run.namespace, run.handler):
+                return int(run_id)
+    raise StoreError(f"run with idempotency key {run.idempotency_key!r} vanished")

@@ -1,0 +1,65 @@
+"""Turning database rows into domain values, shared by both adapters.
+
+Adapters hand over rows as dicts whose instants are already aware datetimes and whose
+JSON columns are already decoded; this module only assembles the frozen values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rota.domain.runs import Attempt, LogLine, Run
+from rota.domain.states import AttemptOutcome, RunState
+
+
+def run_from_row(row: Mapping[str, Any]) -> Run:
+    return Run(
+        id=row["id"],
+        namespace=row["namespace"],
+        handler=row["handler"],
+        queue=row["queue"],
+        state=RunState(row["state"]),
+        payload=row["payload"],
+        priority=row["priority"],
+        run_at=row["run_at"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        fence=row["fence"],
+        timeout=row["timeout_seconds"],
+        worker_id=row["worker_id"],
+        lease_expires_at=row["lease_expires_at"],
+        idempotency_key=row["idempotency_key"],
+        result=row["result"],
+        error=row["error"],
+        cancel_requested=bool(row["cancel_requested"]),
+        lost_count=row["lost_count"],
+        replay_of=row["replay_of"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )
+
+
+def attempt_from_row(row: Mapping[str, Any]) -> Attempt:
+    return Attempt(
+        run_id=row["run_id"],
+        attempt=row["attempt"],
+        fence=row["fence"],
+        worker_id=row["worker_id"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        outcome=AttemptOutcome(row["outcome"]),
+        error=row["error"],
+    )
+
+
+def log_from_row(row: Mapping[str, Any], fields_json: str) -> LogLine:
+    return LogLine(
+        run_id=row["run_id"],
+        attempt=row["attempt"],
+        at=row["at"],
+        level=row["level"],
+        message=row["message"],
+        fields_json=fields_json,
+    )

@@ -1,0 +1,223 @@
+-- Named queries for PostgreSQL. `now` is NULL in production, so the database clock
+-- decides; tests pass a fixed instant. Parameters use psycopg's %(name)s style.
+
+-- name: db_now
+SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
+
+-- name: insert_runs
+-- Rows come as parallel arrays; ON CONFLICT keeps an idempotency key to one run.
+INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+                       max_attempts, timeout_seconds, idempotency_key, replay_of, created_at)
+SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
+       COALESCE(r.run_at, t.now),
+       COALESCE(r.run_at, t.now) - make_interval(secs => r.priority * %(aging_seconds)s),
+       r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, t.now
+FROM unnest(%(namespaces)s::text[], %(handlers)s::text[], %(queues)s::text[],
+            %(payloads)s::text[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
+            %(max_attempts)s::integer[], %(timeouts)s::double precision[],
+            %(idempotency_keys)s::text[], %(replay_ofs)s::bigint[])
+     AS r(namespace, handler, queue, payload, priority, run_at, max_attempts,
+          timeout_seconds, idempotency_key, replay_of),
+     (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
+ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
+RETURNING id, idempotency_key;
+
+-- name: existing_by_idempotency_key
+SELECT id, namespace, handler, idempotency_key FROM rota_runs
+WHERE idempotency_key = ANY(%(keys)s::text[]);
+
+-- name: reserve_ids
+SELECT nextval('rota_run_id_seq'), COALESCE(%(now)s::timestamptz, now())
+FROM generate_series(1, %(count)s);
+
+-- name: copy_runs
+COPY rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_at,
+                max_attempts, timeout_seconds, replay_of, created_at) FROM STDIN;
+
+-- name: claim
+-- One index range scan per queue (LATERAL), merged by effective priority. SKIP LOCKED
+-- lets concurrent claimers pass each other's rows instead of queueing on them.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+picked AS (
+    SELECT c.id FROM unnest(%(queues)s::text[]) AS q(name), t,
+    LATERAL (
+        SELECT id, sort_at FROM rota_runs
+        WHERE state IN ('pending', 'retrying') AND queue = q.name AND run_at <= t.now
+        ORDER BY sort_at, id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS c
+    ORDER BY c.sort_at, c.id
+    LIMIT %(limit)s
+)
+UPDATE rota_runs r
+SET state = 'claimed',
+    attempt = r.attempt + 1,
+    fence = r.fence + 1,
+    worker_id = %(worker_id)s,
+    started_at = t.now,
+    lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s),
+    cancel_requested = false
+FROM picked, t
+WHERE r.id = picked.id
+RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
+          r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at;
+
+-- name: renew
+-- The first renewal also confirms the run is executing (Claimed -> Running).
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+UPDATE rota_runs r
+SET lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s),
+    state = 'running'
+FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS l(id, fence), t
+WHERE r.id = l.id AND r.fence = l.fence AND r.state IN ('claimed', 'running')
+RETURNING r.id, r.cancel_requested, r.lease_expires_at;
+
+-- name: complete
+-- Fenced: a stale worker's outcome matches no row and is dropped. The attempt row is
+-- written in the same statement, so run and history never disagree.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[], %(states)s::text[],
+                         %(outcomes)s::text[], %(results)s::text[], %(errors)s::text[],
+                         %(retry_delays)s::double precision[])
+           AS c(id, fence, state, outcome, result, error, retry_delay)
+),
+done AS (
+    UPDATE rota_runs r
+    SET state = c.state,
+        result = c.result::jsonb,
+        error = c.error,
+        lease_expires_at = NULL,
+        lost_count = 0,
+        -- A retry keeps its priority boost: sort_at moves with run_at.
+        -- The retry instant is the database's now + delay (never a worker's clock), and
+        -- sort_at moves with run_at so a retry keeps its priority boost.
+        sort_at = CASE WHEN c.retry_delay IS NULL THEN r.sort_at
+                       ELSE t.now + make_interval(secs => c.retry_delay) - (r.run_at - r.sort_at) END,
+        run_at = CASE WHEN c.retry_delay IS NULL THEN r.run_at
+                      ELSE t.now + make_interval(secs => c.retry_delay) END,
+        finished_at = CASE WHEN c.state = 'retrying' THEN NULL ELSE t.now END
+    FROM input c, t
+    WHERE r.id = c.id AND r.fence = c.fence AND r.state IN ('claimed', 'running')
+    RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, c.outcome, c.error
+)
+INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                           outcome, error)
+SELECT d.id, d.fence, d.attempt, d.worker_id, d.started_at, t.now, d.outcome, d.error
+FROM done d, t
+RETURNING run_id;
+
+-- name: recorded_outcomes
+-- After an ambiguous commit: which of these outcomes did land? The outcome must match,
+-- since the reaper records a 'lost' attempt under the same fence.
+SELECT a.run_id FROM rota_attempts a
+JOIN unnest(%(ids)s::bigint[], %(fences)s::bigint[], %(outcomes)s::text[])
+     AS l(id, fence, outcome)
+  ON a.run_id = l.id AND a.fence = l.fence AND a.outcome = l.outcome;
+
+-- name: release
+-- A graceful hand-back: the run is claimable again at once and the attempt is not spent.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+released AS (
+    UPDATE rota_runs r
+    SET state = 'pending', attempt = r.attempt - 1, lease_expires_at = NULL
+    FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS l(id, fence)
+    WHERE r.id = l.id AND r.fence = l.fence AND r.state IN ('claimed', 'running')
+    RETURNING r.id, r.fence, r.attempt + 1 AS attempt, r.worker_id, r.started_at
+),
+recorded AS (
+    INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                               outcome, error)
+    SELECT id, fence, attempt, worker_id, started_at, t.now, 'released',
+           'worker shut down before the run finished'
+    FROM released, t
+    RETURNING run_id
+)
+SELECT run_id, pg_notify('rota_wakeup', '') FROM recorded;
+
+-- name: reap_expired
+-- Leases are judged by the database clock only. A run that keeps losing its worker is
+-- poison: after poison_after consecutive losses it is dead-lettered, not retried.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+expired AS (
+    SELECT id FROM rota_runs
+    WHERE state IN ('claimed', 'running') AND lease_expires_at < (SELECT now FROM t)
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+reaped AS (
+    UPDATE rota_runs r
+    SET state = CASE WHEN r.attempt >= r.max_attempts OR r.lost_count + 1 >= %(poison_after)s
+                     THEN 'dead_lettered' ELSE 'pending' END,
+        lost_count = r.lost_count + 1,
+        lease_expires_at = NULL,
+        error = CASE
+            WHEN r.lost_count + 1 >= %(poison_after)s
+                THEN 'poison: lost its worker ' || (r.lost_count + 1) || ' times in a row'
+            WHEN r.attempt >= r.max_attempts
+                THEN 'lease expired on the last attempt (worker ' || COALESCE(r.worker_id, '?') || ')'
+            ELSE r.error END,
+        finished_at = CASE WHEN r.attempt >= r.max_attempts OR r.lost_count + 1 >= %(poison_after)s
+                           THEN t.now END
+    FROM expired, t
+    WHERE r.id = expired.id
+    RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, r.state
+),
+recorded AS (
+    INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                               outcome, error)
+    SELECT id, fence, attempt, worker_id, started_at, t.now, 'lost',
+           'lease expired: worker ' || COALESCE(worker_id, '?') || ' stopped renewing it'
+    FROM reaped, t
+    RETURNING run_id
+)
+SELECT r.id, r.fence, r.state, pg_notify('rota_wakeup', '') FROM reaped r;
+
+-- name: prune_finished
+WITH doomed AS (
+    SELECT id FROM rota_runs
+    WHERE finished_at IS NOT NULL AND finished_at < %(older_than)s
+    ORDER BY finished_at
+    LIMIT %(limit)s
+),
+gone_attempts AS (DELETE FROM rota_attempts WHERE run_id IN (SELECT id FROM doomed)),
+gone_logs AS (DELETE FROM rota_run_logs WHERE run_id IN (SELECT id FROM doomed))
+DELETE FROM rota_runs WHERE id IN (SELECT id FROM doomed);
+
+-- name: append_logs
+INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
+SELECT * FROM unnest(%(run_ids)s::bigint[], %(attempts)s::integer[], %(ats)s::timestamptz[],
+                     %(levels)s::text[], %(messages)s::text[], %(fields)s::jsonb[]);
+
+-- name: get_run
+SELECT * FROM rota_runs WHERE id = %(id)s;
+
+-- name: list_runs
+SELECT * FROM rota_runs
+WHERE (%(state)s::text IS NULL OR state = %(state)s)
+  AND (%(handler)s::text IS NULL OR handler = %(handler)s)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+  AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: attempts
+SELECT * FROM rota_attempts WHERE run_id = %(id)s ORDER BY fence;
+
+-- name: logs
+SELECT * FROM rota_run_logs WHERE run_id = %(id)s ORDER BY id;
+
+-- name: cancel_waiting
+UPDATE rota_runs
+SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now()),
+    error = 'cancelled by request'
+WHERE id = %(id)s AND state IN ('pending', 'retrying')
+RETURNING id;
+
+-- name: request_cancel_active
+UPDATE rota_runs SET cancel_requested = true
+WHERE id = %(id)s AND state IN ('claimed', 'running')
+RETURNING id;

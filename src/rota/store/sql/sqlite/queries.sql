@@ -1,0 +1,147 @@
+-- Named queries for SQLite. Instants are REAL unix seconds; :now is always bound (the
+-- adapter reads the database clock first when the caller passes none). Every write runs
+-- inside BEGIN IMMEDIATE, so SQLite's single writer lock makes each one compare-and-set.
+
+-- name: db_now
+SELECT (julianday('now') - 2440587.5) * 86400.0;
+
+-- name: insert_run
+INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+                       max_attempts, timeout_seconds, idempotency_key, replay_of, created_at)
+VALUES (:namespace, :handler, :queue, :payload, :priority, :run_at,
+        :run_at - :priority * :aging_seconds,
+        :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :now)
+ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
+RETURNING id;
+
+-- name: existing_by_idempotency_key
+SELECT id FROM rota_runs
+WHERE namespace = :namespace AND handler = :handler AND idempotency_key = :idempotency_key;
+
+-- name: claim_candidates
+-- One index range scan per queue; the adapter merges them by (sort_at, id).
+SELECT id, sort_at FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND queue = :queue AND run_at <= :now
+ORDER BY sort_at, id
+LIMIT :limit;
+
+-- name: claim
+UPDATE rota_runs
+SET state = 'claimed',
+    attempt = attempt + 1,
+    fence = fence + 1,
+    worker_id = :worker_id,
+    started_at = :now,
+    lease_expires_at = :now + :lease_seconds,
+    cancel_requested = 0
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND state IN ('pending', 'retrying')
+RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
+          lost_count, idempotency_key, lease_expires_at;
+
+-- name: renew
+UPDATE rota_runs
+SET lease_expires_at = :now + :lease_seconds, state = 'running'
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+RETURNING id, cancel_requested, lease_expires_at;
+
+-- name: record_attempt
+-- Runs before the fenced update below, reading the row it is about to change.
+INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                           outcome, error)
+SELECT id, fence, attempt, worker_id, started_at, :now, :outcome, :attempt_error
+FROM rota_runs
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+
+-- name: complete
+UPDATE rota_runs
+SET state = :state,
+    result = :result,
+    error = :error,
+    lease_expires_at = NULL,
+    lost_count = 0,
+    sort_at = CASE WHEN :retry_delay IS NULL THEN sort_at
+                   ELSE :now + :retry_delay - (run_at - sort_at) END,
+    run_at = CASE WHEN :retry_delay IS NULL THEN run_at ELSE :now + :retry_delay END,
+    finished_at = CASE WHEN :state = 'retrying' THEN NULL ELSE :now END
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+
+-- name: recorded_outcome
+SELECT run_id FROM rota_attempts WHERE run_id = :id AND fence = :fence AND outcome = :outcome;
+
+-- name: release
+UPDATE rota_runs
+SET state = 'pending', attempt = attempt - 1, lease_expires_at = NULL
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+
+-- name: expired_leases
+SELECT id, worker_id FROM rota_runs
+WHERE state IN ('claimed', 'running') AND lease_expires_at < :now
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: reap
+UPDATE rota_runs
+SET state = CASE WHEN attempt >= max_attempts OR lost_count + 1 >= :poison_after
+                 THEN 'dead_lettered' ELSE 'pending' END,
+    lost_count = lost_count + 1,
+    lease_expires_at = NULL,
+    error = CASE
+        WHEN lost_count + 1 >= :poison_after
+            THEN 'poison: lost its worker ' || (lost_count + 1) || ' times in a row'
+        WHEN attempt >= max_attempts
+            THEN 'lease expired on the last attempt (worker ' || COALESCE(worker_id, '?') || ')'
+        ELSE error END,
+    finished_at = CASE WHEN attempt >= max_attempts OR lost_count + 1 >= :poison_after
+                       THEN :now END
+WHERE id = :id AND state IN ('claimed', 'running')
+RETURNING id, fence, state;
+
+-- name: prune_attempts
+DELETE FROM rota_attempts WHERE run_id IN (SELECT value FROM json_each(:ids));
+
+-- name: prune_logs
+DELETE FROM rota_run_logs WHERE run_id IN (SELECT value FROM json_each(:ids));
+
+-- name: prune_runs
+DELETE FROM rota_runs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: prunable
+SELECT id FROM rota_runs
+WHERE finished_at IS NOT NULL AND finished_at < :older_than
+ORDER BY finished_at
+LIMIT :limit;
+
+-- name: append_log
+INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
+VALUES (:run_id, :attempt, :at, :level, :message, :fields);
+
+-- name: get_run
+SELECT * FROM rota_runs WHERE id = :id;
+
+-- name: list_runs
+SELECT * FROM rota_runs
+WHERE (:state IS NULL OR state = :state)
+  AND (:handler IS NULL OR handler = :handler)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:before_id IS NULL OR id < :before_id)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: attempts
+SELECT * FROM rota_attempts WHERE run_id = :id ORDER BY fence;
+
+-- name: logs
+SELECT * FROM rota_run_logs WHERE run_id = :id ORDER BY id;
+
+-- name: cancel_waiting
+UPDATE rota_runs
+SET state = 'cancelled', finished_at = :now, error = 'cancelled by request'
+WHERE id = :id AND state IN ('pending', 'retrying')
+RETURNING id;
+
+-- name: request_cancel_active
+UPDATE rota_runs SET cancel_requested = 1
+WHERE id = :id AND state IN ('claimed', 'running')
+RETURNING id;

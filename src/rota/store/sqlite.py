@@ -1,0 +1,471 @@
+"""The SQLite store: rota's zero-infrastructure default.
+
+One file in WAL mode shared by several worker processes on one machine. Each write is a
+``BEGIN IMMEDIATE`` transaction, which takes SQLite's single writer lock up front, so a
+claim is a compare-and-set that no other process can interleave with, and a busy
+timeout queues writers instead of failing them with "database is locked".
+
+sqlite3 is blocking, so each store owns one connection driven by one thread; the async
+methods hand work to it. Instants are stored as REAL unix seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rota.domain.runs import (
+    Attempt,
+    ClaimedRun,
+    Enqueued,
+    Lease,
+    LogLine,
+    NewRun,
+    Outcome,
+    ReapedRun,
+    RenewResult,
+    Run,
+    RunFilter,
+    replay_request,
+)
+from rota.domain.states import RunState
+from rota.errors import InvalidTransition, RunNotFound, StoreError, StoreUnavailable
+from rota.store.port import ClaimRequest, SchemaStatus
+from rota.store.queries import latest_version, load_migrations, load_queries
+from rota.store.rows import attempt_from_row, log_from_row, run_from_row
+
+Q = load_queries("sqlite")
+T = TypeVar("T")
+BUSY_TIMEOUT_MS = 30_000
+_INSTANT_COLUMNS = (
+    "run_at",
+    "sort_at",
+    "lease_expires_at",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "at",
+)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def _decoded(row: sqlite3.Row) -> dict[str, Any]:
+    """A row as a dict with instants as datetimes and JSON columns decoded."""
+    out = dict(row)
+    for key in _INSTANT_COLUMNS:
+        if key in out:
+            out[key] = _dt(out[key])
+    for key in ("payload", "result"):
+        if key in out and out[key] is not None:
+            out[key] = json.loads(out[key])
+    return out
+
+
+def path_from_url(url: str) -> str:
+    """``sqlite:///rota.db`` is relative, ``sqlite:////var/rota.db`` absolute."""
+    if not url.startswith("sqlite:///"):
+        raise StoreError(f"not a SQLite URL: {url!r}")
+    path = url.removeprefix("sqlite:///")
+    return path or ":memory:"
+
+
+class SqliteStore:
+    dialect = "sqlite"
+    supports_transactional_completion = False
+
+    def __init__(self, url: str, *, aging_seconds: float = 60.0, poll_seconds: float = 0.05):
+        self.url = url
+        self.path = path_from_url(url)
+        self.aging_seconds = aging_seconds
+        self.poll_seconds = poll_seconds
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rota-sqlite")
+        self._conn: sqlite3.Connection | None = None
+
+    # -- plumbing -----------------------------------------------------------
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._guarded, fn)
+
+    def _guarded(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            raise StoreError("the SQLite store is not open")
+        try:
+            return fn(self._conn)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"SQLite at {self.path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite refused the operation: {exc}") from exc
+
+    @staticmethod
+    @contextmanager
+    def _write(conn: sqlite3.Connection, now: datetime | None = None) -> Iterator[float]:
+        """A write transaction that holds the writer lock from its first statement.
+
+        Yields the instant the transaction treats as now: the caller's, or else the
+        database clock's (on one machine, SQLite's clock is the machine's).
+        """
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield now.timestamp() if now else conn.execute(Q["db_now"]).fetchone()[0]
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _connect(self) -> None:
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise StoreUnavailable(f"SQLite: folder {parent} does not exist")
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode keeps commits durable against a process crash (what workers
+        # do); only a power loss can drop the last transactions.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._conn = conn
+
+    # -- lifecycle ----------------------------------------------------------
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, self._connect)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from exc
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
+        self._executor.shutdown(wait=False)
+
+    # -- schema -------------------------------------------------------------
+    @staticmethod
+    def _current_version(conn: sqlite3.Connection) -> int:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS rota_schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " applied_at REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0))"
+        )
+        row = conn.execute("SELECT COALESCE(max(version), 0) FROM rota_schema_migrations")
+        return int(row.fetchone()[0])
+
+    async def schema_status(self) -> SchemaStatus:
+        current = await self._call(self._current_version)
+        return SchemaStatus(current, latest_version(self.dialect))
+
+    async def migrate(self) -> list[int]:
+        def work(conn: sqlite3.Connection) -> list[int]:
+            applied = []
+            with self._write(conn):
+                current = self._current_version(conn)
+                for migration in load_migrations(self.dialect)[current:]:
+                    for statement in _statements(migration.sql):
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO rota_schema_migrations (version, name) VALUES (?, ?)",
+                        (migration.version, migration.name),
+                    )
+                    applied.append(migration.version)
+            return applied
+
+        return await self._call(work)
+
+    # -- producing ----------------------------------------------------------
+    async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]:
+        def work(conn: sqlite3.Connection) -> list[Enqueued]:
+            results = []
+            with self._write(conn, now) as at:
+                for run in runs:
+                    params = {
+                        "namespace": run.namespace,
+                        "handler": run.handler,
+                        "queue": run.queue,
+                        "payload": run.payload_json,
+                        "priority": run.priority,
+                        "run_at": _ts(run.run_at) or at,
+                        "aging_seconds": self.aging_seconds,
+                        "max_attempts": run.max_attempts,
+                        "timeout_seconds": run.timeout,
+                        "idempotency_key": run.idempotency_key,
+                        "replay_of": run.replay_of,
+                        "now": at,
+                    }
+                    row = conn.execute(Q["insert_run"], params).fetchone()
+                    if row is not None:
+                        results.append(Enqueued(row[0], created=True))
+                    else:
+                        existing = conn.execute(Q["existing_by_idempotency_key"], params)
+                        results.append(Enqueued(existing.fetchone()[0], created=False))
+            return results
+
+        return await self._call(work)
+
+    # -- hot path -----------------------------------------------------------
+    async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
+        def work(conn: sqlite3.Connection) -> list[ClaimedRun]:
+            with self._write(conn, now) as at:
+                candidates: list[tuple[float, int]] = []
+                for queue in request.queues:
+                    rows = conn.execute(
+                        Q["claim_candidates"], {"queue": queue, "now": at, "limit": request.limit}
+                    )
+                    candidates.extend((sort_at, run_id) for run_id, sort_at in rows)
+                if not candidates:
+                    return []
+                chosen = [run_id for _, run_id in sorted(candidates)[: request.limit]]
+                rows = conn.execute(
+                    Q["claim"],
+                    {
+                        "ids": json.dumps(chosen),
+                        "worker_id": request.worker_id,
+                        "now": at,
+                        "lease_seconds": request.lease_seconds,
+                    },
+                ).fetchall()
+            return [
+                ClaimedRun(
+                    run_id=row[0],
+                    handler=row[1],
+                    payload=json.loads(row[2]),
+                    queue=row[3],
+                    attempt=row[4],
+                    max_attempts=row[5],
+                    fence=row[6],
+                    timeout=row[7],
+                    lost_count=row[8],
+                    idempotency_key=row[9],
+                    lease_expires_at=datetime.fromtimestamp(row[10], UTC),
+                )
+                for row in rows
+            ]
+
+        return await self._call(work)
+
+    async def renew(
+        self, worker_id: str, leases: Sequence[Lease], lease_seconds: float, now: datetime | None
+    ) -> RenewResult:
+        def work(conn: sqlite3.Connection) -> RenewResult:
+            rows = []
+            with self._write(conn, now) as at:
+                for lease in leases:
+                    params = {
+                        "id": lease.run_id,
+                        "fence": lease.fence,
+                        "now": at,
+                        "lease_seconds": lease_seconds,
+                    }
+                    rows.extend(conn.execute(Q["renew"], params).fetchall())
+            held = {row[0] for row in rows}
+            return RenewResult(
+                lost=frozenset(lease.run_id for lease in leases) - held,
+                cancel_requested=frozenset(row[0] for row in rows if row[1]),
+                lease_expires_at=_dt(min((row[2] for row in rows), default=None)),
+            )
+
+        if not leases:
+            return RenewResult(frozenset(), frozenset(), None)
+        return await self._call(work)
+
+    async def complete(self, outcomes: Sequence[Outcome], now: datetime | None) -> set[int]:
+        def work(conn: sqlite3.Connection) -> set[int]:
+            with self._write(conn, now) as at:
+                params = [
+                    {
+                        "id": o.run_id,
+                        "fence": o.fence,
+                        "state": o.state.value,
+                        "outcome": o.attempt_outcome.value,
+                        "result": o.result_json,
+                        "error": o.error,
+                        "attempt_error": o.error,
+                        "retry_delay": o.retry_delay,
+                        "now": at,
+                    }
+                    for o in outcomes
+                ]
+                # The attempt row reads the run before the fenced update changes it.
+                recorded = conn.executemany(Q["record_attempt"], params).rowcount
+                conn.executemany(Q["complete"], params)
+            if recorded == len(outcomes):
+                return {o.run_id for o in outcomes}
+            return self._recorded(conn, outcomes)
+
+        if not outcomes:
+            return set()
+        return await self._call(work)
+
+    @staticmethod
+    def _recorded(conn: sqlite3.Connection, outcomes: Sequence[Outcome]) -> set[int]:
+        found = set()
+        for o in outcomes:
+            params = {"id": o.run_id, "fence": o.fence, "outcome": o.attempt_outcome.value}
+            if conn.execute(Q["recorded_outcome"], params).fetchone():
+                found.add(o.run_id)
+        return found
+
+    async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
+        return await self._call(lambda conn: self._recorded(conn, outcomes))
+
+    async def release(self, leases: Sequence[Lease], now: datetime | None) -> set[int]:
+        def work(conn: sqlite3.Connection) -> set[int]:
+            released = set()
+            with self._write(conn, now) as at:
+                for lease in leases:
+                    params = {
+                        "id": lease.run_id,
+                        "fence": lease.fence,
+                        "now": at,
+                        "outcome": "released",
+                        "attempt_error": "worker shut down before the run finished",
+                    }
+                    conn.execute(Q["record_attempt"], params)
+                    if conn.execute(Q["release"], params).rowcount:
+                        released.add(lease.run_id)
+            return released
+
+        return await self._call(work)
+
+    async def append_logs(self, lines: Sequence[LogLine]) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                conn.executemany(
+                    Q["append_log"],
+                    [
+                        {
+                            "run_id": x.run_id,
+                            "attempt": x.attempt,
+                            "at": _ts(x.at),
+                            "level": x.level,
+                            "message": x.message,
+                            "fields": x.fields_json,
+                        }
+                        for x in lines
+                    ],
+                )
+
+        if lines:
+            await self._call(work)
+
+    # -- housekeeping -------------------------------------------------------
+    async def reap_expired(
+        self, now: datetime | None, poison_after: int, limit: int
+    ) -> list[ReapedRun]:
+        def work(conn: sqlite3.Connection) -> list[ReapedRun]:
+            reaped = []
+            with self._write(conn, now) as at:
+                expired = conn.execute(Q["expired_leases"], {"now": at, "limit": limit}).fetchall()
+                for run_id, worker_id in expired:
+                    params = {
+                        "id": run_id,
+                        "now": at,
+                        "poison_after": poison_after,
+                        "outcome": "lost",
+                        "attempt_error": f"lease expired: worker {worker_id or '?'} "
+                        "stopped renewing it",
+                    }
+                    fence = conn.execute(
+                        "SELECT fence FROM rota_runs WHERE id = ?", (run_id,)
+                    ).fetchone()[0]
+                    conn.execute(Q["record_attempt"], {**params, "fence": fence})
+                    for row in conn.execute(Q["reap"], params).fetchall():
+                        reaped.append(ReapedRun(row[0], row[1], RunState(row[2])))
+            return reaped
+
+        return await self._call(work)
+
+    async def prune_finished(self, older_than: datetime, limit: int) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            with self._write(conn):
+                params = {"older_than": _ts(older_than), "limit": limit}
+                ids = json.dumps([row[0] for row in conn.execute(Q["prunable"], params)])
+                conn.execute(Q["prune_attempts"], {"ids": ids})
+                conn.execute(Q["prune_logs"], {"ids": ids})
+                return conn.execute(Q["prune_runs"], {"ids": ids}).rowcount
+
+        return await self._call(work)
+
+    # -- reading and steering -----------------------------------------------
+    async def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return await self._call(
+            lambda conn: [_decoded(row) for row in conn.execute(Q[query], params)]
+        )
+
+    async def get_run(self, run_id: int) -> Run | None:
+        rows = await self._rows("get_run", {"id": run_id})
+        return run_from_row(rows[0]) if rows else None
+
+    async def list_runs(self, run_filter: RunFilter) -> list[Run]:
+        rows = await self._rows(
+            "list_runs",
+            {
+                "state": run_filter.state.value if run_filter.state else None,
+                "handler": run_filter.handler,
+                "queue": run_filter.queue,
+                "before_id": run_filter.before_id,
+                "limit": run_filter.limit,
+            },
+        )
+        return [run_from_row(row) for row in rows]
+
+    async def attempts(self, run_id: int) -> list[Attempt]:
+        return [attempt_from_row(row) for row in await self._rows("attempts", {"id": run_id})]
+
+    async def logs(self, run_id: int) -> list[LogLine]:
+        rows = await self._rows("logs", {"id": run_id})
+        return [log_from_row(row, row["fields"]) for row in rows]
+
+    async def request_cancel(self, run_id: int, now: datetime | None) -> Run:
+        def work(conn: sqlite3.Connection) -> None:
+            with self._write(conn, now) as at:
+                params = {"id": run_id, "now": at}
+                if not conn.execute(Q["cancel_waiting"], params).fetchall():
+                    conn.execute(Q["request_cancel_active"], params).fetchall()
+
+        await self._call(work)
+        run = await self.get_run(run_id)
+        if run is None:
+            raise RunNotFound(run_id)
+        if run.state.is_terminal and run.state is not RunState.CANCELLED:
+            raise InvalidTransition(run_id, run.state.value, "cancel")
+        return run
+
+    async def replay(self, run_id: int, now: datetime | None) -> int:
+        [enqueued] = await self.enqueue([replay_request(run_id, await self.get_run(run_id))], now)
+        return enqueued.run_id
+
+    async def wait_for_work(self, timeout: float) -> None:
+        # SQLite has no notifications across processes; an indexed poll is cheap.
+        await asyncio.sleep(min(timeout, self.poll_seconds))
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into statements (executescript would commit on its own)."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if line.lstrip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer.strip()
+            buffer = ""
+    if buffer.strip():
+        raise StoreError(f"migration ends with an incomplete statement: {buffer[:60]!r}")

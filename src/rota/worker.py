@@ -1,0 +1,303 @@
+"""The worker: claim -> run -> heartbeat -> complete, every write under the run's fence.
+
+One asyncio task claims batches sized to the free slots; one task per run executes it
+(async handlers on the loop, plain functions in a thread pool); one heartbeat task
+renews every held lease in a single statement; an OutcomeWriter records outcomes in
+batches. Housekeeping (reaping expired leases, pruning) runs beside them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from rota.clock import Clock
+from rota.config import Settings
+from rota.context import RunContext, RunLogger
+from rota.domain.runs import ClaimedRun, Lease, check_name, check_positive_int
+from rota.domain.states import RunState
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.execution import execute
+from rota.handlers import Registry
+from rota.housekeeping import Housekeeper
+from rota.outcomes import OutcomeWriter
+from rota.store.port import ClaimRequest, Store
+
+log = structlog.get_logger("rota.worker")
+MAX_CLAIM_BATCH = 100
+
+
+def default_node_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    node_id: str = field(default_factory=default_node_id)
+    concurrency: int = 8
+    queues: tuple[str, ...] = ()  # empty: the queues of the registered handlers
+    housekeeping: bool = True  # reap expired leases and prune; moves to the leader later
+
+    def __post_init__(self) -> None:
+        check_name("node_id", self.node_id)
+        check_positive_int("concurrency", self.concurrency)
+        if isinstance(self.queues, str):
+            raise InvalidArgument("queues", self.queues, "a list of queue names")
+        for queue in self.queues:
+            check_name("queue", queue)
+
+
+@dataclass
+class _Held:
+    """A run this worker holds a lease on, from claim until its outcome is written."""
+
+    claimed: ClaimedRun
+    ctx: RunContext
+    cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    lost: bool = False  # the heartbeat found another fence: discard whatever we produce
+    released: bool = False  # shutting down: hand it back instead of recording an outcome
+
+    @property
+    def lease(self) -> Lease:
+        return Lease(self.claimed.run_id, self.claimed.fence)
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        registry: Registry,
+        settings: Settings,
+        clock: Clock,
+        options: WorkerOptions,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.settings = settings
+        self.clock = clock
+        self.options = options
+        self.queues = options.queues or registry.queues()
+        self._held: dict[int, _Held] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._busy = 0
+        self._slot_freed = asyncio.Event()
+        self._threads = ThreadPoolExecutor(
+            max_workers=options.concurrency, thread_name_prefix=f"rota-{options.node_id}"
+        )
+        self._writer = OutcomeWriter(store, clock.db_now)
+        self._log = log.bind(node_id=options.node_id)
+        self.claimed_total = 0
+
+    # -- the loop -----------------------------------------------------------
+    async def run(self, stop: asyncio.Event) -> None:
+        self._log.info("worker started", queues=list(self.queues), concurrency=self.options.concurrency)
+        self._writer.start()
+        background = [asyncio.create_task(self._heartbeat_loop(), name="rota-heartbeat")]
+        if self.options.housekeeping:
+            keeper = Housekeeper(self.store, self.settings, self.clock)
+            background.append(asyncio.create_task(keeper.run(), name="rota-housekeeping"))
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await self._claim_loop(stopping)
+        finally:
+            stopping.cancel()
+            await self._shut_down()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._log.info("worker stopped", claimed=self.claimed_total)
+
+    async def _claim_loop(self, stopping: asyncio.Task[Any]) -> None:
+        backoff = 0.05
+        while not stopping.done():
+            free = self.options.concurrency - self._busy
+            if free <= 0:
+                await self._first(stopping, self._wait_slot())
+                continue
+            try:
+                claimed = await self.store.claim(
+                    ClaimRequest(
+                        worker_id=self.options.node_id,
+                        queues=self.queues,
+                        limit=min(free, MAX_CLAIM_BATCH),
+                        lease_seconds=self.settings.lease_seconds,
+                    ),
+                    self.clock.db_now(),
+                )
+                backoff = 0.05
+            except StoreUnavailable as exc:
+                self._log.warning("claim failed; retrying", error=str(exc), backoff=backoff)
+                await self._first(stopping, asyncio.sleep(backoff))
+                backoff = min(backoff * 2, 5.0)
+                continue
+            for run in claimed:
+                self._start(run)
+            if len(claimed) < min(free, MAX_CLAIM_BATCH):
+                poll = self.settings.poll_seconds
+                await self._first(stopping, self.store.wait_for_work(poll))
+
+    @staticmethod
+    async def _first(stopping: asyncio.Task[Any], awaitable: Any) -> None:
+        """Wait for ``awaitable`` or for the stop signal, whichever comes first."""
+        waiter = asyncio.ensure_future(awaitable)
+        try:
+            await asyncio.wait({waiter, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiter
+
+    async def _wait_slot(self) -> None:
+        await self._slot_freed.wait()
+        self._slot_freed.clear()
+
+    # -- one run ------------------------------------------------------------
+    def _start(self, claimed: ClaimedRun) -> None:
+        self.claimed_total += 1
+        spec = self.registry.get(claimed.handler)
+        open_tx = None
+        if spec is not None and spec.is_async and self.store.supports_transactional_completion:
+            open_tx = getattr(self.store, "begin_handler_transaction", None)
+        ctx = RunContext(
+            run_id=claimed.run_id,
+            handler=claimed.handler,
+            queue=claimed.queue,
+            attempt=claimed.attempt,
+            max_attempts=claimed.max_attempts,
+            fence=claimed.fence,
+            idempotency_key=claimed.idempotency_key or f"rota-run-{claimed.run_id}",
+            log=RunLogger(claimed, self.clock.now),
+            _open_transaction=open_tx,
+        )
+        held = _Held(claimed, ctx)
+        self._held[claimed.run_id] = held
+        self._busy += 1
+        self._tasks[claimed.run_id] = asyncio.create_task(
+            self._run_one(held), name=f"rota-run-{claimed.run_id}"
+        )
+
+    async def _run_one(self, held: _Held) -> None:
+        claimed, ctx = held.claimed, held.ctx
+        run_log = self._log.bind(run_id=claimed.run_id, fence=claimed.fence)
+        slot_taken = True
+        try:
+            finished = await execute(
+                self.registry.get(claimed.handler),
+                claimed,
+                ctx,
+                self._threads,
+                held.cancel_requested,
+                self.settings.cancel_grace_seconds,
+            )
+            if finished.straggler is not None:
+                run_log.warning("handler thread still running after its attempt ended")
+                await asyncio.wait({finished.straggler})
+            self._free_slot()
+            slot_taken = False
+            await self._record(held, finished.outcome, run_log)
+        except asyncio.CancelledError:
+            # Shutdown past the grace period, or the lease was lost: no outcome of ours.
+            if ctx._transaction is not None:
+                await ctx._transaction.rollback()
+            raise
+        finally:
+            if slot_taken:
+                self._free_slot()
+            self._held.pop(claimed.run_id, None)
+            self._tasks.pop(claimed.run_id, None)
+
+    async def _record(self, held: _Held, outcome: Any, run_log: Any) -> None:
+        ctx, tx = held.ctx, held.ctx._transaction
+        if held.lost or held.released:
+            if tx is not None:
+                await tx.rollback()
+            run_log.warning("attempt result discarded: the lease is no longer ours")
+            return
+        if tx is not None:
+            if outcome.state is RunState.SUCCEEDED:
+                written = await tx.commit_with(outcome, self.clock.db_now())
+                await self._writer.store_logs(ctx.log.take())
+            else:
+                await tx.rollback()
+                written = await self._writer.record(outcome, ctx.log.take())
+        else:
+            written = await self._writer.record(outcome, ctx.log.take())
+        if written:
+            run_log.debug("outcome recorded", state=outcome.state.value)
+        else:
+            run_log.warning(
+                "outcome rejected by the fence: another worker holds this run now",
+                state=outcome.state.value,
+            )
+
+    def _free_slot(self) -> None:
+        self._busy -= 1
+        self._slot_freed.set()
+
+    # -- leases -------------------------------------------------------------
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_seconds)
+            await self.heartbeat()
+
+    async def heartbeat(self) -> None:
+        """Renew every held lease at once; act on lost leases and cancel requests."""
+        held = [h for h in self._held.values() if not h.released]
+        if not held:
+            return
+        try:
+            result = await self.store.renew(
+                self.options.node_id,
+                [h.lease for h in held],
+                self.settings.lease_seconds,
+                self.clock.db_now(),
+            )
+        except StoreError as exc:
+            self._log.warning("lease renewal failed; will retry", error=str(exc))
+            return
+        for h in held:
+            run_id = h.claimed.run_id
+            if run_id in result.lost and run_id in self._held:
+                h.lost = True
+                h.ctx.cancelled.set()
+                self._log.warning("lease lost; stopping the run", run_id=run_id)
+                task = self._tasks.get(run_id)
+                if task is not None and not task.done():
+                    h.cancel_requested.set()
+            elif run_id in result.cancel_requested and not h.cancel_requested.is_set():
+                self._log.info("cancel requested", run_id=run_id)
+                h.cancel_requested.set()
+
+    # -- shutdown -----------------------------------------------------------
+    async def _shut_down(self) -> None:
+        """Stop claiming (already done), let running work finish within the grace
+        period, then hand back what is left so another worker takes it at once."""
+        pending = [t for t in self._tasks.values() if not t.done()]
+        if pending:
+            self._log.info("waiting for running runs", count=len(pending))
+            await asyncio.wait(pending, timeout=self.settings.shutdown_grace_seconds)
+        leftovers = [h for h in self._held.values() if h.claimed.run_id in self._tasks]
+        for h in leftovers:
+            h.released = True
+            h.ctx.cancelled.set()
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self._writer.close()
+        if leftovers:
+            try:
+                released = await self.store.release([h.lease for h in leftovers], self.clock.db_now())
+                self._log.info("released unfinished runs", run_ids=sorted(released))
+            except StoreError as exc:
+                self._log.warning(
+                    "could not release runs; their leases will expire", error=str(exc)
+                )

@@ -1,0 +1,104 @@
+"""Shared fixtures: a fresh PostgreSQL database per test session, a fresh SQLite file
+per test, and the ``store`` fixture that runs a test against both."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import psycopg
+import pytest
+
+from rota.config import Settings
+from rota.store.port import Store
+from rota.store.postgres import PostgresStore
+from rota.store.sqlite import SqliteStore
+
+ADMIN_URL = os.environ.get(
+    "ROTA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REQUIRE_POSTGRES = os.environ.get("ROTA_REQUIRE_POSTGRES") == "1"
+TABLES = "rota_runs, rota_attempts, rota_run_logs"
+
+
+def _with_database(url: str, name: str) -> str:
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{name}"
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A database of our own for this test session, dropped at the end."""
+    try:
+        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        message = f"PostgreSQL tests need a server at {ADMIN_URL} ({exc})".strip()
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"ROTA_REQUIRE_POSTGRES=1 but {message}", pytrace=False)
+        pytest.skip(f"SKIPPING POSTGRES TESTS: {message}")
+    name = f"rota_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        url = _with_database(ADMIN_URL, name)
+        try:
+            yield url
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_migrated(pg_url: str) -> str:
+    import asyncio
+
+    async def migrate() -> None:
+        store = PostgresStore(pg_url)
+        await store.open()
+        try:
+            await store.migrate()
+        finally:
+            await store.close()
+
+    asyncio.run(migrate())
+    return pg_url
+
+
+@pytest.fixture
+def pg_clean(pg_migrated: str) -> str:
+    """The session database, emptied for this test."""
+    with psycopg.connect(pg_migrated, autocommit=True) as conn:
+        conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY")
+    return pg_migrated
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: os.PathLike[str]) -> str:
+    return f"sqlite:///{os.fspath(tmp_path)}/rota.db"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """A fresh, migrated database URL of each kind."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_clean"))
+    return str(request.getfixturevalue("sqlite_url"))
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return Settings(database_url=db_url, lease_seconds=2.0, reap_interval_seconds=0.2)
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[Store]:
+    store: Store
+    if db_url.startswith("sqlite"):
+        store = SqliteStore(db_url)
+    else:
+        store = PostgresStore(db_url)
+    await store.open()
+    await store.migrate()
+    try:
+        yield store
+    finally:
+        await store.close()
