@@ -71,6 +71,7 @@ class RunContext:
     max_attempts: int
     fence: int
     idempotency_key: str
+    worker_id: str
     log: RunLogger
     cancelled: threading.Event = field(default_factory=threading.Event)
     _open_transaction: Callable[[], Any] | None = None

@@ -175,6 +175,7 @@ class Worker:
             max_attempts=claimed.max_attempts,
             fence=claimed.fence,
             idempotency_key=claimed.idempotency_key or f"rota-run-{claimed.run_id}",
+            worker_id=self.options.node_id,
             log=RunLogger(claimed, self.clock.now),
             _open_transaction=open_tx,
         )
@@ -264,6 +265,8 @@ class Worker:
         except StoreError as exc:
             self._log.warning("lease renewal failed; will retry", error=str(exc))
             return
+        # Long runs' log lines become visible while they run, not only at the end.
+        await self._writer.store_logs([line for h in held for line in h.ctx.log.take()])
         for h in held:
             run_id = h.claimed.run_id
             if run_id in result.lost and run_id in self._held:

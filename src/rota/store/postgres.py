@@ -162,6 +162,15 @@ class PostgresStore:
 
     # -- lifecycle ----------------------------------------------------------
     async def open(self) -> None:
+        # One direct connection first: a server that is down gives one clear error at
+        # once, instead of the pool's retries and warnings for ten seconds.
+        try:
+            probe = await psycopg.AsyncConnection.connect(self.url, **CONNECT_OPTIONS)
+            await probe.close()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {_redact(self.url)}: {_first_line(exc)}"
+            ) from exc
         try:
             await self._pool.open(wait=True, timeout=10)
         except psycopg_pool.PoolTimeout as exc:
@@ -241,26 +250,34 @@ class PostgresStore:
         inserted = await cur.fetchall()
         if len(inserted) == len(runs) and len(runs) == 1:
             return [Enqueued(inserted[0][0], created=True)]
-        # Map rows back by idempotency key; unkeyed rows never conflict and come back in
-        # input order because ids are drawn from one sequence in scan order.
-        by_key = {key: run_id for run_id, key in inserted if key is not None}
-        unkeyed = sorted(run_id for run_id, key in inserted if key is None)
-        missing = [r.idempotency_key for r in runs if r.idempotency_key not in by_key]
+        # Map rows back by (namespace, handler, key): a key is unique only within its
+        # namespace and handler, and may repeat within one batch (ON CONFLICT then keeps
+        # the first). Unkeyed rows never conflict and come back in input order because
+        # ids are drawn from one sequence in scan order.
+        by_key = {(ns, h, k): run_id for run_id, ns, h, k in inserted if k is not None}
+        unkeyed = sorted(run_id for run_id, _, _, k in inserted if k is None)
+        missing = {
+            r.idempotency_key
+            for r in runs
+            if r.idempotency_key is not None
+            and (r.namespace, r.handler, r.idempotency_key) not in by_key
+        }
         existing: dict[tuple[str, str, str], int] = {}
-        if any(k is not None for k in missing):
-            cur = await conn.execute(
-                Q["existing_by_idempotency_key"], {"keys": [k for k in missing if k]}
-            )
+        if missing:
+            cur = await conn.execute(Q["existing_by_idempotency_key"], {"keys": list(missing)})
             existing = {(ns, h, k): i for i, ns, h, k in await cur.fetchall()}
         results: list[Enqueued] = []
         unkeyed_iter = iter(unkeyed)
         for run in runs:
             if run.idempotency_key is None:
                 results.append(Enqueued(next(unkeyed_iter), created=True))
-            elif run.idempotency_key in by_key:
-                results.append(Enqueued(by_key.pop(run.idempotency_key), created=True))
+                continue
+            key = (run.namespace, run.handler, run.idempotency_key)
+            if key in by_key:
+                # The first run with this key created it; later ones in the batch match it.
+                existing[key] = by_key.pop(key)
+                results.append(Enqueued(existing[key], created=True))
             else:
-                key = (run.namespace, run.handler, run.idempotency_key)
                 results.append(Enqueued(existing[key], created=False))
         return results
 
@@ -459,6 +476,10 @@ async def _current_version(conn: psycopg.AsyncConnection[Any]) -> int:
     cur = await conn.execute("SELECT COALESCE(max(version), 0) FROM rota_schema_migrations")
     row = await cur.fetchone()
     return int(row[0]) if row else 0
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _redact(url: str) -> str:

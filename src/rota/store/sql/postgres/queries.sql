@@ -21,7 +21,7 @@ FROM unnest(%(namespaces)s::text[], %(handlers)s::text[], %(queues)s::text[],
      (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
-RETURNING id, idempotency_key;
+RETURNING id, namespace, handler, idempotency_key;
 
 -- name: existing_by_idempotency_key
 SELECT id, namespace, handler, idempotency_key FROM rota_runs

@@ -1,0 +1,3 @@
+from rota.cli import main
+
+main()

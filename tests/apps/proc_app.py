@@ -1,0 +1,54 @@
+"""Handlers for worker processes started by the tests.
+
+Each handler appends a line to ``$ROTA_TEST_MARKS/<node>.log`` for what it did, so a
+test can tell which process executed what, and how often, after the fact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import rota
+
+app = rota.App()
+MARKS = Path(os.environ.get("ROTA_TEST_MARKS", "."))
+
+
+def mark(ctx: rota.RunContext, *words: object) -> None:
+    line = " ".join(str(w) for w in (ctx.run_id, ctx.fence, ctx.worker_id, *words))
+    with (MARKS / f"{ctx.worker_id}.log").open("a") as f:
+        f.write(line + "\n")
+        f.flush()
+
+
+@app.handler("record")
+async def record(ctx: rota.RunContext, payload: Any) -> Any:
+    mark(ctx, "executed")
+    return payload
+
+
+@app.handler("slow", max_attempts=5, retry=rota.retry.Fixed(0))
+async def slow(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """Sleeps ``seconds`` (only on attempt 1 when ``first_only``), marking start and end."""
+    mark(ctx, "started")
+    if ctx.attempt == 1 or not payload.get("first_only"):
+        await asyncio.sleep(payload["seconds"])
+    mark(ctx, "finished")
+    return {"worker": ctx.worker_id, "fence": ctx.fence}
+
+
+@app.handler("tx-write", max_attempts=5, retry=rota.retry.Fixed(0))
+async def tx_write(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """Writes a row through ctx.transaction(); hangs after the write on attempt 1 when
+    asked, so the test can kill the worker between the write and the completion."""
+    conn = await ctx.transaction()
+    await conn.execute(
+        "INSERT INTO side_effects (run_id, fence) VALUES (%s, %s)", (ctx.run_id, ctx.fence)
+    )
+    mark(ctx, "wrote")
+    if payload.get("hang_first") and ctx.attempt == 1:
+        await asyncio.sleep(3600)
+    return {"fence": ctx.fence}

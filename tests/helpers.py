@@ -1,0 +1,84 @@
+"""Waiting without sleeping blindly: poll a condition until it holds or a deadline
+passes, and fail loudly with what was last seen."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def wait_until(check: Callable[[], T], timeout: float = 20.0, what: str = "condition") -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {value!r})")
+        time.sleep(0.02)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T]], timeout: float = 20.0, what: str = "condition"
+) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {value!r})")
+        await asyncio.sleep(0.02)
+
+
+def start_worker(
+    db_url: str,
+    node_id: str,
+    marks: Path,
+    *,
+    lease_seconds: float = 2.0,
+    concurrency: int = 8,
+    extra_env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """A real worker process running tests/apps/proc_app.py's handlers."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "ROTA_DATABASE_URL": db_url,
+        "ROTA_LEASE_SECONDS": str(lease_seconds),
+        "ROTA_REAP_INTERVAL_SECONDS": "0.2",
+        "ROTA_SHUTDOWN_GRACE_SECONDS": "5",
+        "ROTA_TEST_MARKS": str(marks),
+        **(extra_env or {}),
+    }
+    command = [
+        sys.executable, "-m", "rota", "--log-level", "warning", "worker",
+        "--app", "tests.apps.proc_app:app", "--node-id", node_id,
+        "--concurrency", str(concurrency),
+    ]
+    return subprocess.Popen(command, env=env, cwd=REPO)
+
+
+def stop_all(processes: list[subprocess.Popen[bytes]]) -> None:
+    for proc in processes:
+        if proc.poll() is None:
+            proc.kill()
+    for proc in processes:
+        proc.wait(timeout=10)
+
+
+def read_marks(marks: Path) -> list[list[str]]:
+    """Every line every worker process wrote, split into words."""
+    lines = []
+    for path in sorted(marks.glob("*.log")):
+        lines += [line.split() for line in path.read_text().splitlines() if line.strip()]
+    return lines
