@@ -15,9 +15,7 @@ from rota.store.port import Store
 from rota.store.postgres import PostgresStore
 from rota.store.sqlite import SqliteStore
 
-ADMIN_URL = os.environ.get(
-    "ROTA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
+ADMIN_URL = os.environ.get("ROTA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_POSTGRES = os.environ.get("ROTA_REQUIRE_POSTGRES") == "1"
 TABLES = "rota_runs, rota_attempts, rota_run_logs"
 
@@ -91,11 +89,7 @@ def settings(db_url: str) -> Settings:
 
 @pytest.fixture
 async def store(db_url: str) -> AsyncIterator[Store]:
-    store: Store
-    if db_url.startswith("sqlite"):
-        store = SqliteStore(db_url)
-    else:
-        store = PostgresStore(db_url)
+    store: Store = SqliteStore(db_url) if db_url.startswith("sqlite") else PostgresStore(db_url)
     await store.open()
     await store.migrate()
     try:

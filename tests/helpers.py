@@ -23,7 +23,9 @@ def wait_until(check: Callable[[], T], timeout: float = 20.0, what: str = "condi
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {value!r})")
+            raise AssertionError(
+                f"timed out after {timeout} s waiting for {what} (last: {value!r})"
+            )
         time.sleep(0.02)
 
 
@@ -36,7 +38,9 @@ async def eventually(
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {value!r})")
+            raise AssertionError(
+                f"timed out after {timeout} s waiting for {what} (last: {value!r})"
+            )
         await asyncio.sleep(0.02)
 
 
@@ -61,9 +65,18 @@ def start_worker(
         **(extra_env or {}),
     }
     command = [
-        sys.executable, "-m", "rota", "--log-level", "warning", "worker",
-        "--app", "tests.apps.proc_app:app", "--node-id", node_id,
-        "--concurrency", str(concurrency),
+        sys.executable,
+        "-m",
+        "rota",
+        "--log-level",
+        "warning",
+        "worker",
+        "--app",
+        "tests.apps.proc_app:app",
+        "--node-id",
+        node_id,
+        "--concurrency",
+        str(concurrency),
     ]
     return subprocess.Popen(command, env=env, cwd=REPO)
 

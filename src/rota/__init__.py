@@ -1,12 +1,12 @@
 """rota: a distributed job scheduler for Python.
 
-    app = rota.App("sqlite:///rota.db")
+app = rota.App("sqlite:///rota.db")
 
-    @app.handler("send-report", max_attempts=3, timeout=30)
-    async def send_report(ctx: rota.RunContext, payload: dict) -> dict | None: ...
+@app.handler("send-report", max_attempts=3, timeout=30)
+async def send_report(ctx: rota.RunContext, payload: dict) -> dict | None: ...
 
-    app.enqueue("send-report", {"day": "2026-11-29"})
-    app.run_worker(concurrency=8)
+app.enqueue("send-report", {"day": "2026-11-29"})
+app.run_worker(concurrency=8)
 """
 
 from rota import domain

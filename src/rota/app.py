@@ -93,7 +93,7 @@ class App:
         def register(fn: HandlerFn) -> HandlerFn:
             spec = make_spec(
                 fn,
-                name or getattr(fn, "__name__", ""),
+                name or str(getattr(fn, "__name__", "")),
                 queue=queue,
                 max_attempts=max_attempts,
                 timeout=timeout,
@@ -104,9 +104,6 @@ class App:
             self.registry.register(spec)
             return fn
 
-        if callable(name):  # used bare: @app.handler
-            fn, name = name, None
-            return register(fn)  # type: ignore[return-value]
         return register
 
     # -- stores, one per event loop -----------------------------------------

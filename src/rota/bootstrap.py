@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-from rota.config import Settings
-from rota.errors import InvalidArgument, SchemaMismatch
+from rota.config import Settings, check_url
+from rota.errors import SchemaMismatch
 from rota.store.port import Store
-
-SUPPORTED = "sqlite:///PATH (the default is sqlite:///rota.db) or postgresql://USER@HOST/DB"
 
 
 def make_store(settings: Settings) -> Store:
-    url = settings.database_url
+    url = check_url(settings.database_url)
     if url.startswith("sqlite:///"):
         from rota.store.sqlite import SqliteStore
 
         return SqliteStore(
             url, aging_seconds=settings.aging_seconds, poll_seconds=settings.sqlite_poll_seconds
         )
-    if url.startswith(("postgresql://", "postgres://")):
-        from rota.store.postgres import PostgresStore
+    from rota.store.postgres import PostgresStore
 
-        return PostgresStore(url, aging_seconds=settings.aging_seconds, pool_size=settings.pool_size)
-    raise InvalidArgument("database URL", url, SUPPORTED)
+    return PostgresStore(url, aging_seconds=settings.aging_seconds, pool_size=settings.pool_size)
 
 
 async def open_store(settings: Settings) -> Store:

@@ -11,6 +11,15 @@ from typing import Any
 from rota.errors import InvalidArgument
 
 DEFAULT_DATABASE_URL = "sqlite:///rota.db"
+SUPPORTED_URLS = "sqlite:///PATH (the default is sqlite:///rota.db) or postgresql://USER@HOST/DB"
+
+
+def check_url(url: object) -> str:
+    if not isinstance(url, str) or not url.startswith(
+        ("sqlite:///", "postgresql://", "postgres://")
+    ):
+        raise InvalidArgument("database URL", url, SUPPORTED_URLS)
+    return url
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,7 @@ class Settings:
     pool_size: int = 4
 
     def __post_init__(self) -> None:
+        check_url(self.database_url)
         for name in (
             "lease_seconds",
             "poll_seconds",

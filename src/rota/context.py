@@ -32,7 +32,9 @@ class RunLogger:
             fields_json = json.dumps(fields, default=str)
         except (TypeError, ValueError):
             fields_json = json.dumps({"unserialisable": repr(fields)})
-        line = LogLine(self._run.run_id, self._run.attempt, self._now(), level, message, fields_json)
+        line = LogLine(
+            self._run.run_id, self._run.attempt, self._now(), level, message, fields_json
+        )
         with self._lock:
             self._lines.append(line)
         getattr(self._process_log, level)(message, **fields)

@@ -36,8 +36,20 @@ def _worker(node_id: str) -> subprocess.Popen[bytes]:
         "ROTA_LEASE_SECONDS": str(LEASE_SECONDS),
         "ROTA_REAP_INTERVAL_SECONDS": "0.5",
     }
-    command = [sys.executable, "-m", "rota", "--log-level", "error", "worker",
-               "--app", "rota.examples:app", "--node-id", node_id, "--concurrency", "4"]
+    command = [
+        sys.executable,
+        "-m",
+        "rota",
+        "--log-level",
+        "error",
+        "worker",
+        "--app",
+        "rota.examples:app",
+        "--node-id",
+        node_id,
+        "--concurrency",
+        "4",
+    ]
     return subprocess.Popen(command, env=env)
 
 
@@ -101,7 +113,8 @@ def main() -> None:
     run = app.get_run(etl)
     console.print(
         f"{_stamp()} every run finished; the ETL run is [bold green]{run.state.value}[/] "
-        f"with w2's result {run.result}; a late write by w1 (fence {run.fence - 1}) would be refused"
+        f"with w2's result {run.result}; "
+        f"a late write by w1 (fence {run.fence - 1}) would be refused"
     )
     workers["w2"].send_signal(signal.SIGTERM)
     workers["w2"].wait(timeout=30)
@@ -115,8 +128,13 @@ def _summary(app: rota.App, run_ids: list[int]) -> None:
         detail = app.run_detail(run_id)
         run: Run = detail.run
         history = ", ".join(f"{a.worker_id} f{a.fence} {a.outcome.value}" for a in detail.attempts)
-        table.add_row(str(run.id), run.handler, run.state.value, history,
-                      str(run.result if run.error is None else run.error)[:60])
+        table.add_row(
+            str(run.id),
+            run.handler,
+            run.state.value,
+            history,
+            str(run.result if run.error is None else run.error)[:60],
+        )
     console.print(table)
     console.print(
         "Look closer: [bold].venv/bin/rota runs show "

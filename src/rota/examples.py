@@ -1,6 +1,6 @@
 """Example handlers used by ``make run`` and the README.
 
-    rota worker --app rota.examples:app
+rota worker --app rota.examples:app
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ import rota
 app = rota.App()
 
 
-@app.handler("send-report", max_attempts=3, timeout=30,
-             retry=rota.retry.ExponentialJitter(base=1.0, cap=300.0))
+@app.handler(
+    "send-report",
+    max_attempts=3,
+    timeout=30,
+    retry=rota.retry.ExponentialJitter(base=1.0, cap=300.0),
+)
 async def send_report(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, Any]:
     """An async handler: pretends to build and send a report."""
     ctx.log.info("building report", day=payload.get("day"))

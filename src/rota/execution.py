@@ -101,14 +101,18 @@ async def execute(
             outcome = _final(claimed, RunState.TIMED_OUT, AttemptOutcome.TIMED_OUT, error)
         return Finished(outcome, _still_running(straggler))
     except CancelRequested:
-        outcome = _final(claimed, RunState.CANCELLED, AttemptOutcome.CANCELLED, "cancelled by request")
+        outcome = _final(
+            claimed, RunState.CANCELLED, AttemptOutcome.CANCELLED, "cancelled by request"
+        )
         return Finished(outcome, _still_running(straggler))
     except PermanentFailure as exc:
         return Finished(_final(claimed, RunState.FAILED, AttemptOutcome.FAILED, _error_text(exc)))
-    except Exception as exc:  # a handler may raise anything; every failure is an outcome
+    except Exception as exc:  # noqa: BLE001 - a handler may raise anything; each is an outcome
         return Finished(failure_outcome(spec, claimed, AttemptOutcome.FAILED, _error_text(exc)))
     if cancel_requested.is_set():  # the handler saw ctx.cancelled and returned early
-        outcome = _final(claimed, RunState.CANCELLED, AttemptOutcome.CANCELLED, "cancelled by request")
+        outcome = _final(
+            claimed, RunState.CANCELLED, AttemptOutcome.CANCELLED, "cancelled by request"
+        )
         return Finished(outcome)
     try:
         result_json = None if result is None else encode_json("result", result)
@@ -156,7 +160,9 @@ async def _supervise(
     ``cancel_grace`` seconds, cancels the task (async handlers stop at their next await).
     """
     task: asyncio.Task[Any] = asyncio.ensure_future(call)
-    canceller = asyncio.create_task(_cancel_after_request(task, ctx, cancel_requested, cancel_grace))
+    canceller = asyncio.create_task(
+        _cancel_after_request(task, ctx, cancel_requested, cancel_grace)
+    )
     try:
         async with asyncio.timeout(timeout):
             return await task
@@ -182,4 +188,3 @@ async def _cancel_after_request(
     if not done:
         task.cancel()
     return True
-

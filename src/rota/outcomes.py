@@ -92,13 +92,13 @@ class OutcomeWriter:
         while True:
             try:
                 written = await self._store.complete(outcomes, self._db_now())
-                if ambiguous:
-                    unsure = [o for o in outcomes if o.run_id not in written]
-                    if unsure:
-                        written |= await self._store.recorded_outcomes(unsure)
-                return written
+                unsure = [o for o in outcomes if o.run_id not in written] if ambiguous else []
+                if unsure:
+                    written |= await self._store.recorded_outcomes(unsure)
             except StoreUnavailable as exc:
                 ambiguous = True
                 log.warning("recording outcomes failed; retrying", error=str(exc), delay=delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
+            else:
+                return written

@@ -29,8 +29,16 @@ from rota.errors import InvalidArgument, RunNotFound
 from rota.handlers import Registry
 from rota.store.port import Store
 
-JOB_FIELDS = ("handler", "payload", "run_at", "priority", "idempotency_key", "queue",
-              "max_attempts", "timeout")
+JOB_FIELDS = (
+    "handler",
+    "payload",
+    "run_at",
+    "priority",
+    "idempotency_key",
+    "queue",
+    "max_attempts",
+    "timeout",
+)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,9 @@ class Worker:
 
     # -- the loop -----------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
-        self._log.info("worker started", queues=list(self.queues), concurrency=self.options.concurrency)
+        self._log.info(
+            "worker started", queues=list(self.queues), concurrency=self.options.concurrency
+        )
         self._writer.start()
         background = [asyncio.create_task(self._heartbeat_loop(), name="rota-heartbeat")]
         if self.options.housekeeping:
@@ -199,12 +201,17 @@ class Worker:
                 held.cancel_requested,
                 self.settings.cancel_grace_seconds,
             )
+            if finished.straggler is None:
+                # Free the slot before the write: the next claim need not wait for it.
+                self._free_slot()
+                slot_taken = False
+            await self._record(held, finished.outcome, run_log)
+            self._held.pop(claimed.run_id, None)
             if finished.straggler is not None:
+                # The outcome stands; the thread keeps its slot until it really returns,
+                # so the worker never runs more threads than its concurrency.
                 run_log.warning("handler thread still running after its attempt ended")
                 await asyncio.wait({finished.straggler})
-            self._free_slot()
-            slot_taken = False
-            await self._record(held, finished.outcome, run_log)
         except asyncio.CancelledError:
             # Shutdown past the grace period, or the lease was lost: no outcome of ours.
             if ctx._transaction is not None:
@@ -298,7 +305,9 @@ class Worker:
         await self._writer.close()
         if leftovers:
             try:
-                released = await self.store.release([h.lease for h in leftovers], self.clock.db_now())
+                released = await self.store.release(
+                    [h.lease for h in leftovers], self.clock.db_now()
+                )
                 self._log.info("released unfinished runs", run_ids=sorted(released))
             except StoreError as exc:
                 self._log.warning(

@@ -17,7 +17,9 @@ class RunState(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"  # the handler declared the failure permanent
     RETRYING = "retrying"  # an attempt failed; the next one is due at run_at
-    TIMED_OUT = "timed_out"  # an attempt ran past its timeout and the handler opts out of retrying timeouts
+    TIMED_OUT = (
+        "timed_out"  # an attempt ran past its timeout and the handler opts out of retrying timeouts
+    )
     CANCELLED = "cancelled"  # by an operator, or a start-by deadline passed
     DEAD_LETTERED = "dead_lettered"  # attempts spent (or poison); kept for replay
 

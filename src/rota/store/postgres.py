@@ -22,7 +22,6 @@ import structlog
 from psycopg.rows import dict_row
 
 from rota.domain.runs import (
-    replay_request,
     Attempt,
     ClaimedRun,
     Enqueued,
@@ -34,6 +33,7 @@ from rota.domain.runs import (
     RenewResult,
     Run,
     RunFilter,
+    replay_request,
 )
 from rota.domain.states import RunState
 from rota.errors import (
@@ -53,7 +53,7 @@ NOTIFY_CHANNEL = "rota_wakeup"
 COPY_THRESHOLD = 200  # below this, one INSERT ... unnest is cheaper than COPY's setup
 MIGRATION_LOCK = 0x726F7461  # "rota": an advisory lock so concurrent starters migrate once
 # Keepalives catch a half-open TCP connection, which otherwise raises nothing.
-CONNECT_OPTIONS = {
+CONNECT_OPTIONS: dict[str, Any] = {
     "keepalives": 1,
     "keepalives_idle": 10,
     "keepalives_interval": 5,
@@ -316,7 +316,9 @@ class PostgresStore:
         rows = await self._tuples(
             "claim",
             {
-                "queues": list(request.queues),
+                # A queue listed twice would pick its runs twice and fill the limit
+                # with duplicates.
+                "queues": list(dict.fromkeys(request.queues)),
                 "limit": request.limit,
                 "worker_id": request.worker_id,
                 "lease_seconds": request.lease_seconds,
@@ -347,7 +349,10 @@ class PostgresStore:
             return await _complete_on(conn, outcomes, now)
 
     async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
-        params = {**_lease_arrays(outcomes), "outcomes": [o.attempt_outcome.value for o in outcomes]}
+        params = {
+            **_lease_arrays(outcomes),
+            "outcomes": [o.attempt_outcome.value for o in outcomes],
+        }
         rows = await self._tuples("recorded_outcomes", params)
         return {row[0] for row in rows}
 

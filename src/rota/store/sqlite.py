@@ -224,11 +224,12 @@ class SqliteStore:
         def work(conn: sqlite3.Connection) -> list[ClaimedRun]:
             with self._write(conn, now) as at:
                 candidates: list[tuple[float, int]] = []
-                for queue in request.queues:
-                    rows = conn.execute(
+                # Once per queue: a queue listed twice would fill the limit with duplicates.
+                for queue in dict.fromkeys(request.queues):
+                    found = conn.execute(
                         Q["claim_candidates"], {"queue": queue, "now": at, "limit": request.limit}
                     )
-                    candidates.extend((sort_at, run_id) for run_id, sort_at in rows)
+                    candidates.extend((sort_at, run_id) for run_id, sort_at in found)
                 if not candidates:
                     return []
                 chosen = [run_id for _, run_id in sorted(candidates)[: request.limit]]
@@ -287,9 +288,12 @@ class SqliteStore:
 
     async def complete(self, outcomes: Sequence[Outcome], now: datetime | None) -> set[int]:
         def work(conn: sqlite3.Connection) -> set[int]:
+            # Only what this call writes counts: an outcome recorded by an earlier call is
+            # stale here (recorded_outcomes answers the ambiguous-commit question).
+            written = set()
             with self._write(conn, now) as at:
-                params = [
-                    {
+                for o in outcomes:
+                    params = {
                         "id": o.run_id,
                         "fence": o.fence,
                         "state": o.state.value,
@@ -300,14 +304,11 @@ class SqliteStore:
                         "retry_delay": o.retry_delay,
                         "now": at,
                     }
-                    for o in outcomes
-                ]
-                # The attempt row reads the run before the fenced update changes it.
-                recorded = conn.executemany(Q["record_attempt"], params).rowcount
-                conn.executemany(Q["complete"], params)
-            if recorded == len(outcomes):
-                return {o.run_id for o in outcomes}
-            return self._recorded(conn, outcomes)
+                    # The attempt row reads the run before the fenced update changes it.
+                    if conn.execute(Q["record_attempt"], params).rowcount:
+                        conn.execute(Q["complete"], params)
+                        written.add(o.run_id)
+            return written
 
         if not outcomes:
             return set()

@@ -1,0 +1,67 @@
+"""PostgreSQL: a worker whose connections are cut mid-flight reconnects and carries on,
+losing and duplicating no outcome."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+
+import rota
+from rota.domain.runs import RunFilter
+from rota.domain.states import AttemptOutcome, RunState
+from rota.errors import StoreUnavailable
+from tests.engine.conftest import working
+from tests.helpers import eventually
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def db_url(pg_clean: str) -> str:
+    return pg_clean
+
+
+def _cut_connections(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return len(rows)
+
+
+async def test_connections_cut_mid_flight(make_app, db_url):
+    app = make_app(lease_seconds=3.0)
+    gate = asyncio.Event()
+
+    @app.handler("gated")
+    async def gated(ctx: rota.RunContext, payload: dict) -> int:
+        await gate.wait()
+        return payload["n"]
+
+    store = await app.store()
+    run_ids = await app.enqueue_many_async(
+        [{"handler": "gated", "payload": {"n": n}} for n in range(20)]
+    )
+    async with working(app, concurrency=20):
+
+        async def all_started():
+            runs = await store.list_runs(RunFilter(limit=100))
+            return all(r.state.is_active for r in runs)
+
+        await eventually(all_started, what="all runs to be claimed")
+        assert _cut_connections(db_url) >= 1
+        gate.set()
+
+        async def all_done():
+            try:
+                runs = await store.list_runs(RunFilter(state=RunState.SUCCEEDED, limit=100))
+            except StoreUnavailable:  # our own pooled connections were cut too
+                return False
+            return len(runs) == len(run_ids)
+
+        await eventually(all_done, timeout=30, what="all runs to succeed after the cut")
+    for run_id in run_ids:
+        assert [a.outcome for a in await store.attempts(run_id)] == [AttemptOutcome.SUCCEEDED]

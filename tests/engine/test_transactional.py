@@ -1,0 +1,123 @@
+"""PostgreSQL: a handler's own writes commit atomically with its run's completion."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import rota
+from rota.domain.states import RunState
+from tests.apps.proc_app import app as proc_app
+from tests.engine.conftest import working
+from tests.helpers import eventually, read_marks, start_worker, stop_all, wait_until
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def db_url(pg_clean: str) -> str:
+    with psycopg.connect(pg_clean, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS side_effects")
+        conn.execute("CREATE TABLE side_effects (run_id bigint, fence bigint)")
+    return pg_clean
+
+
+def _side_effects(url: str) -> list[tuple[int, int]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT run_id, fence FROM side_effects ORDER BY fence").fetchall()
+
+
+async def _state(store, run_id, state):
+    run = await store.get_run(run_id)
+    return run if run and run.state is state else None
+
+
+async def test_write_and_completion_commit_together(make_app, db_url):
+    app = make_app()
+
+    @app.handler("write")
+    async def write(ctx: rota.RunContext, payload: dict) -> str:
+        conn = await ctx.transaction()
+        await conn.execute("INSERT INTO side_effects VALUES (%s, %s)", (ctx.run_id, ctx.fence))
+        return "written"
+
+    store = await app.store()
+    async with working(app):
+        run_id = await app.enqueue_async("write", {})
+        await eventually(lambda: _state(store, run_id, RunState.SUCCEEDED))
+    assert _side_effects(db_url) == [(run_id, 1)]
+
+
+async def test_a_failing_handler_rolls_its_write_back(make_app, db_url):
+    app = make_app()
+
+    @app.handler("write-then-fail", max_attempts=1)
+    async def write_then_fail(ctx: rota.RunContext, payload: dict) -> None:
+        conn = await ctx.transaction()
+        await conn.execute("INSERT INTO side_effects VALUES (%s, %s)", (ctx.run_id, ctx.fence))
+        raise RuntimeError("changed my mind")
+
+    store = await app.store()
+    async with working(app):
+        run_id = await app.enqueue_async("write-then-fail", {})
+        await eventually(lambda: _state(store, run_id, RunState.DEAD_LETTERED))
+    assert _side_effects(db_url) == []
+
+
+async def test_a_lost_fence_rolls_the_write_back(make_app, db_url):
+    app = make_app()
+    store = await app.store()
+
+    @app.handler("write-after-takeover")
+    async def write_after_takeover(ctx: rota.RunContext, payload: dict) -> None:
+        conn = await ctx.transaction()
+        await conn.execute("INSERT INTO side_effects VALUES (%s, %s)", (ctx.run_id, ctx.fence))
+        # Meanwhile another worker takes the run over (what the reaper + a claim do).
+        with psycopg.connect(db_url, autocommit=True) as other:
+            other.execute("UPDATE rota_runs SET fence = fence + 1 WHERE id = %s", (ctx.run_id,))
+
+    async with working(app):
+        run_id = await app.enqueue_async("write-after-takeover", {})
+        await eventually(
+            lambda: _rejected(store, run_id), what="the stale completion to be rejected"
+        )
+    assert _side_effects(db_url) == []
+    run = await store.get_run(run_id)
+    # Untouched by the stale worker: still held under the newer fence.
+    assert (run.state, run.fence) == (RunState.CLAIMED, 2)
+
+
+async def _rejected(store, run_id):
+    run = await store.get_run(run_id)
+    return run.fence == 2 and not await store.attempts(run_id)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_worker_killed_between_write_and_completion(db_url, tmp_path: Path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    app = rota.App(db_url)
+    app.registry = proc_app.registry
+    w1 = start_worker(db_url, "w1", marks, lease_seconds=1.0)
+    workers = [w1]
+    try:
+        run_id = app.enqueue("tx-write", {"hang_first": True})
+        wait_until(lambda: any(m[-1] == "wrote" for m in read_marks(marks)), what="the write")
+        w1.send_signal(signal.SIGKILL)
+        w1.wait(timeout=10)
+        assert _side_effects(db_url) == [], "an uncommitted write must not be visible"
+        workers.append(start_worker(db_url, "w2", marks, lease_seconds=1.0))
+        run = wait_until(
+            lambda: (r := app.get_run(run_id)).state is RunState.SUCCEEDED and r,
+            timeout=60,
+            what="w2 to redo the run",
+        )
+    finally:
+        stop_all(workers)
+        app.close()
+    assert run.fence == 2
+    assert _side_effects(db_url) == [(run_id, 2)], "exactly one write, by the new fence"
