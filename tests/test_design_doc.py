@@ -1,0 +1,31 @@
+"""DESIGN.md's state diagram and the code's transition table must say the same thing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rota.domain.states import TRANSITIONS, RunState
+
+DESIGN = Path(__file__).resolve().parent.parent / "DESIGN.md"
+NAMES = {state.name.replace("_", "").lower(): state for state in RunState}
+
+
+def _diagram_edges() -> set[tuple[RunState, RunState]]:
+    text = DESIGN.read_text()
+    diagram = text.split("```mermaid", 1)[1].split("```", 1)[0]
+    edges = set()
+    for source, target in re.findall(r"^\s*(\w+) --> (\w+)", diagram, re.MULTILINE):
+        if "[*]" in (source, target) or source == "[" or target == "[":
+            continue
+        edges.add((NAMES[source.lower()], NAMES[target.lower()]))
+    return edges
+
+
+def test_every_transition_is_drawn_and_every_drawing_is_a_transition():
+    assert _diagram_edges() == set(TRANSITIONS)
+
+
+def test_terminal_states_have_no_way_out():
+    for source, _target in TRANSITIONS:
+        assert not source.is_terminal
