@@ -60,6 +60,9 @@ def start_worker(
         "ROTA_DATABASE_URL": db_url,
         "ROTA_LEASE_SECONDS": str(lease_seconds),
         "ROTA_REAP_INTERVAL_SECONDS": "0.2",
+        # The reaper is a leader duty: when the killed worker was the leader, a new one
+        # must be elected before the run lease runs out.
+        "ROTA_LEADER_LEASE_SECONDS": str(lease_seconds / 2),
         "ROTA_SHUTDOWN_GRACE_SECONDS": "5",
         "ROTA_TEST_MARKS": str(marks),
         **(extra_env or {}),

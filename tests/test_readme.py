@@ -24,7 +24,14 @@ def test_quickstart_examples_run(tmp_path: Path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "pending"
     again = subprocess.run(
-        [sys.executable, "-c", producer.replace("print(app.get_run(run_id).state)", "print(run_id)")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            producer.replace("print(app.get_run(run_id).state)", "print(run_id)"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert again.stdout.strip() == "1", "a repeated idempotency key returns the first run"

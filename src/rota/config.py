@@ -36,6 +36,12 @@ class Settings:
     # Consecutive lost leases before a run counts as poison and is dead-lettered.
     poison_after: int = 3
     reap_interval_seconds: float = 5.0
+    # The leader's lease: a dead leader is replaced within this long.
+    leader_lease_seconds: float = 10.0
+    # The planner looks for due schedule slots this often, and creates their runs this
+    # far ahead so they start on time.
+    planner_interval_seconds: float = 1.0
+    planner_horizon_seconds: float = 5.0
     # Finished runs older than this are pruned (with their attempts and logs).
     retention_seconds: float = 7 * 24 * 3600.0
     shutdown_grace_seconds: float = 30.0
@@ -53,6 +59,9 @@ class Settings:
             "sqlite_poll_seconds",
             "aging_seconds",
             "reap_interval_seconds",
+            "leader_lease_seconds",
+            "planner_interval_seconds",
+            "planner_horizon_seconds",
             "retention_seconds",
             "cancel_grace_seconds",
         ):

@@ -35,6 +35,7 @@ def _worker(node_id: str) -> subprocess.Popen[bytes]:
         "ROTA_DATABASE_URL": DB_URL,
         "ROTA_LEASE_SECONDS": str(LEASE_SECONDS),
         "ROTA_REAP_INTERVAL_SECONDS": "0.5",
+        "ROTA_LEADER_LEASE_SECONDS": "1.5",
     }
     command = [
         sys.executable,

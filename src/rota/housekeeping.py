@@ -1,7 +1,10 @@
-"""Singleton-ish duties: return runs whose lease expired, prune old finished runs.
+"""The leader's duties: plan schedule slots into runs, return runs whose lease expired,
+prune old finished runs.
 
-Both are safe to run on every node at once (the reaper locks rows with SKIP LOCKED or
-BEGIN IMMEDIATE; pruning deletes by id). Leader election narrows them to one node.
+Every write names the leader's term, so a leader that was deposed while it worked
+changes nothing. Each duty is also safe to run on several nodes at once (the planner by
+compare-and-set, the reaper by SKIP LOCKED / BEGIN IMMEDIATE, pruning by id), so a
+brief overlap of two leaders does no harm.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from rota.clock import Clock
 from rota.config import Settings
 from rota.domain.runs import ReapedRun
 from rota.errors import StoreError
+from rota.planner import Planner, TickReport
 from rota.store.port import Store
 
 log = structlog.get_logger("rota.housekeeping")
@@ -28,10 +32,15 @@ class Housekeeper:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.planner = Planner(store, timedelta(seconds=settings.planner_horizon_seconds))
 
-    async def reap_once(self) -> list[ReapedRun]:
+    async def plan_once(self, term: int | None = None) -> TickReport:
+        now = await self.store.now(self.clock.db_now())
+        return await self.planner.tick(now, term)
+
+    async def reap_once(self, term: int | None = None) -> list[ReapedRun]:
         reaped = await self.store.reap_expired(
-            self.clock.db_now(), self.settings.poison_after, REAP_BATCH
+            self.clock.db_now(), self.settings.poison_after, REAP_BATCH, term
         )
         for run in reaped:
             log.warning(
@@ -39,21 +48,28 @@ class Housekeeper:
             )
         return reaped
 
-    async def prune_once(self) -> int:
-        cutoff = self.clock.now() - timedelta(seconds=self.settings.retention_seconds)
-        return await self.store.prune_finished(cutoff, PRUNE_BATCH)
+    async def prune_once(self, term: int | None = None) -> int:
+        now = await self.store.now(self.clock.db_now())
+        cutoff = now - timedelta(seconds=self.settings.retention_seconds)
+        return await self.store.prune_finished(cutoff, PRUNE_BATCH, term)
 
-    async def run(self) -> None:
-        since_prune = PRUNE_EVERY_SECONDS
+    async def run(self, term: int | None = None) -> None:
+        """Loop over the duties until cancelled (when leadership is lost)."""
+        tick = min(self.settings.planner_interval_seconds, self.settings.reap_interval_seconds)
+        since_reap = since_prune = float("inf")
         while True:
             try:
-                await self.reap_once()
+                await self.plan_once(term)
+                if since_reap >= self.settings.reap_interval_seconds:
+                    since_reap = 0.0
+                    await self.reap_once(term)
                 if since_prune >= PRUNE_EVERY_SECONDS:
                     since_prune = 0.0
-                    pruned = await self.prune_once()
+                    pruned = await self.prune_once(term)
                     if pruned:
                         log.info("pruned finished runs", count=pruned)
             except StoreError as exc:
                 log.warning("housekeeping failed; will retry", error=str(exc))
-            await asyncio.sleep(self.settings.reap_interval_seconds)
-            since_prune += self.settings.reap_interval_seconds
+            await asyncio.sleep(tick)
+            since_reap += tick
+            since_prune += tick

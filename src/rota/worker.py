@@ -27,6 +27,7 @@ from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.execution import execute
 from rota.handlers import Registry
 from rota.housekeeping import Housekeeper
+from rota.leader import LeaderElector
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
 
@@ -43,7 +44,8 @@ class WorkerOptions:
     node_id: str = field(default_factory=default_node_id)
     concurrency: int = 8
     queues: tuple[str, ...] = ()  # empty: the queues of the registered handlers
-    housekeeping: bool = True  # reap expired leases and prune; moves to the leader later
+    # Stand for leader; the leader plans schedules, reaps expired leases and prunes.
+    leader: bool = True
 
     def __post_init__(self) -> None:
         check_name("node_id", self.node_id)
@@ -93,6 +95,7 @@ class Worker:
         )
         self._writer = OutcomeWriter(store, clock.db_now)
         self._log = log.bind(node_id=options.node_id)
+        self.elector: LeaderElector | None = None
         self.claimed_total = 0
 
     # -- the loop -----------------------------------------------------------
@@ -102,9 +105,12 @@ class Worker:
         )
         self._writer.start()
         background = [asyncio.create_task(self._heartbeat_loop(), name="rota-heartbeat")]
-        if self.options.housekeeping:
+        if self.options.leader:
             keeper = Housekeeper(self.store, self.settings, self.clock)
-            background.append(asyncio.create_task(keeper.run(), name="rota-housekeeping"))
+            self.elector = LeaderElector(
+                self.store, self.options.node_id, self.settings.leader_lease_seconds, self.clock
+            )
+            background.append(asyncio.create_task(self.elector.run(keeper.run), name="rota-leader"))
         stopping = asyncio.create_task(stop.wait())
         try:
             await self._claim_loop(stopping)

@@ -67,6 +67,8 @@ class NewRun:
     idempotency_key: str | None = None
     namespace: str = "default"
     replay_of: int | None = None
+    job_id: int | None = None  # the job (schedule) this run was made for
+    slot_at: datetime | None = None  # the schedule slot it fills
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from rota.domain.jobs import Job, JobSpec
 from rota.domain.runs import (
     Attempt,
     ClaimedRun,
@@ -44,6 +45,14 @@ class SchemaStatus:
     @property
     def up_to_date(self) -> bool:
         return self.current == self.latest
+
+
+@dataclass(frozen=True)
+class LeaderInfo:
+    holder: str
+    term: int
+    acquired_at: datetime
+    expires_at: datetime
 
 
 class Store(Protocol):
@@ -83,11 +92,15 @@ class Store(Protocol):
     async def append_logs(self, lines: Sequence[LogLine]) -> None: ...
 
     # -- housekeeping -------------------------------------------------------
+    # Housekeeping is a leader duty: with ``leader_term`` set, the write happens only
+    # while that term is current, so a deposed leader changes nothing.
     async def reap_expired(
-        self, now: datetime | None, poison_after: int, limit: int
+        self, now: datetime | None, poison_after: int, limit: int, leader_term: int | None = None
     ) -> list[ReapedRun]: ...
 
-    async def prune_finished(self, older_than: datetime, limit: int) -> int: ...
+    async def prune_finished(
+        self, older_than: datetime, limit: int, leader_term: int | None = None
+    ) -> int: ...
 
     # -- reading and steering -----------------------------------------------
     async def get_run(self, run_id: int) -> Run | None: ...
@@ -101,6 +114,62 @@ class Store(Protocol):
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run: ...
 
     async def replay(self, run_id: int, now: datetime | None) -> int: ...
+
+    # -- jobs and schedules -------------------------------------------------
+    async def now(self, now: datetime | None) -> datetime:
+        """``now`` if given, else the database clock's reading."""
+
+    async def save_job(
+        self, spec: JobSpec, cursor: datetime, next_fire_at: datetime | None, now: datetime | None
+    ) -> Job:
+        """Create or replace the job named (spec.namespace, spec.name)."""
+
+    async def get_job(self, namespace: str, name: str) -> Job | None: ...
+
+    async def get_job_by_id(self, job_id: int) -> Job | None: ...
+
+    async def list_jobs(self, namespace: str | None = None) -> list[Job]: ...
+
+    async def delete_job(self, namespace: str, name: str) -> bool: ...
+
+    async def set_job_paused(
+        self,
+        namespace: str,
+        name: str,
+        paused: bool,
+        cursor: datetime,
+        next_fire_at: datetime | None,
+        now: datetime | None,
+    ) -> Job | None:
+        """Pause, or resume planning from ``cursor`` (slots in the pause are skipped)."""
+
+    async def due_jobs(self, until: datetime, limit: int) -> list[Job]: ...
+
+    async def job_run_counts(self, job_id: int) -> tuple[int, int]:
+        """(active: claimed or running, waiting: pending or retrying) runs of the job."""
+
+    async def advance_job(
+        self,
+        job_id: int,
+        expected_cursor: datetime,
+        cursor: datetime,
+        next_fire_at: datetime | None,
+        runs: Sequence[NewRun],
+        now: datetime | None,
+        leader_term: int | None,
+    ) -> list[Enqueued] | None:
+        """Move the cursor from ``expected_cursor`` and create ``runs``, atomically.
+        None if another planner moved it first (or ``leader_term`` is stale)."""
+
+    # -- leadership ---------------------------------------------------------
+    async def acquire_leadership(
+        self, holder: str, term: int | None, lease_seconds: float, now: datetime | None
+    ) -> int | None:
+        """Renew (holding ``term``) or take over an expired lease; the term held, or None."""
+
+    async def resign_leadership(self, holder: str, term: int, now: datetime | None) -> None: ...
+
+    async def leader(self) -> LeaderInfo | None: ...
 
     async def wait_for_work(self, timeout: float) -> None:
         """Return when new work may be claimable (a notification) or after ``timeout``."""

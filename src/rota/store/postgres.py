@@ -21,6 +21,7 @@ import psycopg_pool
 import structlog
 from psycopg.rows import dict_row
 
+from rota.domain.jobs import Job, JobSpec, spec_to_json
 from rota.domain.runs import (
     Attempt,
     ClaimedRun,
@@ -42,9 +43,9 @@ from rota.errors import (
     StoreError,
     StoreUnavailable,
 )
-from rota.store.port import ClaimRequest, SchemaStatus
+from rota.store.port import ClaimRequest, LeaderInfo, SchemaStatus
 from rota.store.queries import latest_version, load_migrations, load_queries
-from rota.store.rows import attempt_from_row, log_from_row, run_from_row
+from rota.store.rows import attempt_from_row, job_from_row, log_from_row, run_from_row
 
 log = structlog.get_logger("rota.store.postgres")
 
@@ -74,6 +75,8 @@ def _columns(runs: Sequence[NewRun]) -> dict[str, list[Any]]:
         "timeouts": [r.timeout for r in runs],
         "idempotency_keys": [r.idempotency_key for r in runs],
         "replay_ofs": [r.replay_of for r in runs],
+        "job_ids": [r.job_id for r in runs],
+        "slot_ats": [r.slot_at for r in runs],
     }
 
 
@@ -306,6 +309,8 @@ class PostgresStore:
                             run.max_attempts,
                             run.timeout,
                             run.replay_of,
+                            run.job_id,
+                            run.slot_at,
                             db_now,
                         )
                     )
@@ -386,17 +391,20 @@ class PostgresStore:
 
     # -- housekeeping -------------------------------------------------------
     async def reap_expired(
-        self, now: datetime | None, poison_after: int, limit: int
+        self, now: datetime | None, poison_after: int, limit: int, leader_term: int | None = None
     ) -> list[ReapedRun]:
         rows = await self._tuples(
-            "reap_expired", {"now": now, "poison_after": poison_after, "limit": limit}
+            "reap_expired",
+            {"now": now, "poison_after": poison_after, "limit": limit, "term": leader_term},
         )
         return [ReapedRun(row[0], row[1], RunState(row[2])) for row in rows]
 
-    async def prune_finished(self, older_than: datetime, limit: int) -> int:
+    async def prune_finished(
+        self, older_than: datetime, limit: int, leader_term: int | None = None
+    ) -> int:
         async with self._conn() as conn:
             cur = await conn.execute(
-                Q["prune_finished"], {"older_than": older_than, "limit": limit}
+                Q["prune_finished"], {"older_than": older_than, "limit": limit, "term": leader_term}
             )
             return cur.rowcount
 
@@ -438,6 +446,118 @@ class PostgresStore:
     async def replay(self, run_id: int, now: datetime | None) -> int:
         [enqueued] = await self.enqueue([replay_request(run_id, await self.get_run(run_id))], now)
         return enqueued.run_id
+
+    # -- jobs and schedules -------------------------------------------------
+    async def now(self, now: datetime | None) -> datetime:
+        if now is not None:
+            return now
+        rows = await self._tuples("db_now", {"now": None})
+        return rows[0][0]  # type: ignore[no-any-return]
+
+    async def save_job(
+        self, spec: JobSpec, cursor: datetime, next_fire_at: datetime | None, now: datetime | None
+    ) -> Job:
+        rows = await self._fetch(
+            "save_job",
+            {
+                "namespace": spec.namespace,
+                "name": spec.name,
+                "spec": spec_to_json(spec),
+                "cursor": cursor,
+                "next_fire_at": next_fire_at,
+                "now": now,
+            },
+        )
+        return _job(rows[0])
+
+    async def get_job(self, namespace: str, name: str) -> Job | None:
+        rows = await self._fetch("get_job", {"namespace": namespace, "name": name})
+        return _job(rows[0]) if rows else None
+
+    async def get_job_by_id(self, job_id: int) -> Job | None:
+        rows = await self._fetch("get_job_by_id", {"id": job_id})
+        return _job(rows[0]) if rows else None
+
+    async def list_jobs(self, namespace: str | None = None) -> list[Job]:
+        return [_job(row) for row in await self._fetch("list_jobs", {"namespace": namespace})]
+
+    async def delete_job(self, namespace: str, name: str) -> bool:
+        return bool(await self._tuples("delete_job", {"namespace": namespace, "name": name}))
+
+    async def set_job_paused(
+        self,
+        namespace: str,
+        name: str,
+        paused: bool,
+        cursor: datetime,
+        next_fire_at: datetime | None,
+        now: datetime | None,
+    ) -> Job | None:
+        rows = await self._fetch(
+            "set_job_paused",
+            {
+                "namespace": namespace,
+                "name": name,
+                "paused": paused,
+                "cursor": cursor,
+                "next_fire_at": next_fire_at,
+                "now": now,
+            },
+        )
+        return _job(rows[0]) if rows else None
+
+    async def due_jobs(self, until: datetime, limit: int) -> list[Job]:
+        rows = await self._fetch("due_jobs", {"until": until, "limit": limit})
+        return [_job(row) for row in rows]
+
+    async def job_run_counts(self, job_id: int) -> tuple[int, int]:
+        [(active, waiting)] = await self._tuples("job_run_counts", {"job_id": job_id})
+        return int(active), int(waiting)
+
+    async def advance_job(
+        self,
+        job_id: int,
+        expected_cursor: datetime,
+        cursor: datetime,
+        next_fire_at: datetime | None,
+        runs: Sequence[NewRun],
+        now: datetime | None,
+        leader_term: int | None,
+    ) -> list[Enqueued] | None:
+        async with self._conn() as conn:
+            with _translated():
+                async with conn.transaction():
+                    cur = await conn.execute(
+                        Q["advance_job"],
+                        {
+                            "id": job_id,
+                            "expected_cursor": expected_cursor,
+                            "cursor": cursor,
+                            "next_fire_at": next_fire_at,
+                            "now": now,
+                            "term": leader_term,
+                        },
+                    )
+                    if not await cur.fetchall():
+                        return None
+                    return await self.enqueue_on(conn, runs, now) if runs else []
+
+    # -- leadership ---------------------------------------------------------
+    async def acquire_leadership(
+        self, holder: str, term: int | None, lease_seconds: float, now: datetime | None
+    ) -> int | None:
+        rows = await self._tuples(
+            "acquire_leadership",
+            {"holder": holder, "term": term, "lease_seconds": lease_seconds, "now": now},
+        )
+        return int(rows[0][0]) if rows else None
+
+    async def resign_leadership(self, holder: str, term: int, now: datetime | None) -> None:
+        await self._tuples("resign_leadership", {"holder": holder, "term": term, "now": now})
+
+    async def leader(self) -> LeaderInfo | None:
+        rows = await self._tuples("leader", {})
+        return LeaderInfo(*rows[0]) if rows else None
 
     # -- wake-ups -----------------------------------------------------------
     async def wait_for_work(self, timeout: float) -> None:
@@ -481,6 +601,10 @@ async def _current_version(conn: psycopg.AsyncConnection[Any]) -> int:
     cur = await conn.execute("SELECT COALESCE(max(version), 0) FROM rota_schema_migrations")
     row = await cur.fetchone()
     return int(row[0]) if row else 0
+
+
+def _job(row: dict[str, Any]) -> Job:
+    return job_from_row(row, row["spec"])
 
 
 def _first_line(exc: BaseException) -> str:

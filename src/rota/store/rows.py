@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rota.domain.jobs import Job, spec_from_json
 from rota.domain.runs import Attempt, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
 
@@ -62,4 +63,16 @@ def log_from_row(row: Mapping[str, Any], fields_json: str) -> LogLine:
         level=row["level"],
         message=row["message"],
         fields_json=fields_json,
+    )
+
+
+def job_from_row(row: Mapping[str, Any], spec: Any) -> Job:
+    return Job(
+        id=row["id"],
+        spec=spec_from_json(spec),
+        paused=bool(row["paused"]),
+        cursor=row["cursor"],
+        next_fire_at=row["next_fire_at"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
     )

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rota.domain.jobs import Job, JobSpec, spec_to_json
 from rota.domain.runs import (
     Attempt,
     ClaimedRun,
@@ -37,9 +38,9 @@ from rota.domain.runs import (
 )
 from rota.domain.states import RunState
 from rota.errors import InvalidTransition, RunNotFound, StoreError, StoreUnavailable
-from rota.store.port import ClaimRequest, SchemaStatus
+from rota.store.port import ClaimRequest, LeaderInfo, SchemaStatus
 from rota.store.queries import latest_version, load_migrations, load_queries
-from rota.store.rows import attempt_from_row, log_from_row, run_from_row
+from rota.store.rows import attempt_from_row, job_from_row, log_from_row, run_from_row
 
 Q = load_queries("sqlite")
 T = TypeVar("T")
@@ -52,6 +53,12 @@ _INSTANT_COLUMNS = (
     "started_at",
     "finished_at",
     "at",
+    "slot_at",
+    "cursor",
+    "next_fire_at",
+    "updated_at",
+    "acquired_at",
+    "expires_at",
 )
 
 
@@ -192,32 +199,39 @@ class SqliteStore:
     # -- producing ----------------------------------------------------------
     async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]:
         def work(conn: sqlite3.Connection) -> list[Enqueued]:
-            results = []
             with self._write(conn, now) as at:
-                for run in runs:
-                    params = {
-                        "namespace": run.namespace,
-                        "handler": run.handler,
-                        "queue": run.queue,
-                        "payload": run.payload_json,
-                        "priority": run.priority,
-                        "run_at": _ts(run.run_at) or at,
-                        "aging_seconds": self.aging_seconds,
-                        "max_attempts": run.max_attempts,
-                        "timeout_seconds": run.timeout,
-                        "idempotency_key": run.idempotency_key,
-                        "replay_of": run.replay_of,
-                        "now": at,
-                    }
-                    row = conn.execute(Q["insert_run"], params).fetchone()
-                    if row is not None:
-                        results.append(Enqueued(row[0], created=True))
-                    else:
-                        existing = conn.execute(Q["existing_by_idempotency_key"], params)
-                        results.append(Enqueued(existing.fetchone()[0], created=False))
-            return results
+                return self._insert_runs(conn, runs, at)
 
         return await self._call(work)
+
+    def _insert_runs(
+        self, conn: sqlite3.Connection, runs: Sequence[NewRun], at: float
+    ) -> list[Enqueued]:
+        results = []
+        for run in runs:
+            params = {
+                "namespace": run.namespace,
+                "handler": run.handler,
+                "queue": run.queue,
+                "payload": run.payload_json,
+                "priority": run.priority,
+                "run_at": _ts(run.run_at) or at,
+                "aging_seconds": self.aging_seconds,
+                "max_attempts": run.max_attempts,
+                "timeout_seconds": run.timeout,
+                "idempotency_key": run.idempotency_key,
+                "replay_of": run.replay_of,
+                "job_id": run.job_id,
+                "slot_at": _ts(run.slot_at),
+                "now": at,
+            }
+            row = conn.execute(Q["insert_run"], params).fetchone()
+            if row is not None:
+                results.append(Enqueued(row[0], created=True))
+            else:
+                existing = conn.execute(Q["existing_by_idempotency_key"], params)
+                results.append(Enqueued(existing.fetchone()[0], created=False))
+        return results
 
     # -- hot path -----------------------------------------------------------
     async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
@@ -367,12 +381,18 @@ class SqliteStore:
             await self._call(work)
 
     # -- housekeeping -------------------------------------------------------
+    @staticmethod
+    def _term_holds(conn: sqlite3.Connection, leader_term: int | None) -> bool:
+        return bool(conn.execute(Q["leader_term_holds"], {"term": leader_term}).fetchone()[0])
+
     async def reap_expired(
-        self, now: datetime | None, poison_after: int, limit: int
+        self, now: datetime | None, poison_after: int, limit: int, leader_term: int | None = None
     ) -> list[ReapedRun]:
         def work(conn: sqlite3.Connection) -> list[ReapedRun]:
-            reaped = []
+            reaped: list[ReapedRun] = []
             with self._write(conn, now) as at:
+                if not self._term_holds(conn, leader_term):
+                    return reaped
                 expired = conn.execute(Q["expired_leases"], {"now": at, "limit": limit}).fetchall()
                 for run_id, worker_id in expired:
                     params = {
@@ -393,9 +413,13 @@ class SqliteStore:
 
         return await self._call(work)
 
-    async def prune_finished(self, older_than: datetime, limit: int) -> int:
+    async def prune_finished(
+        self, older_than: datetime, limit: int, leader_term: int | None = None
+    ) -> int:
         def work(conn: sqlite3.Connection) -> int:
             with self._write(conn):
+                if not self._term_holds(conn, leader_term):
+                    return 0
                 params = {"older_than": _ts(older_than), "limit": limit}
                 ids = json.dumps([row[0] for row in conn.execute(Q["prunable"], params)])
                 conn.execute(Q["prune_attempts"], {"ids": ids})
@@ -452,6 +476,139 @@ class SqliteStore:
     async def replay(self, run_id: int, now: datetime | None) -> int:
         [enqueued] = await self.enqueue([replay_request(run_id, await self.get_run(run_id))], now)
         return enqueued.run_id
+
+    # -- jobs and schedules -------------------------------------------------
+    async def now(self, now: datetime | None) -> datetime:
+        if now is not None:
+            return now
+        reading = await self._call(lambda conn: conn.execute(Q["db_now"]).fetchone()[0])
+        return datetime.fromtimestamp(reading, UTC)
+
+    async def _jobs(self, query: str, params: dict[str, Any]) -> list[Job]:
+        return [job_from_row(row, row["spec"]) for row in await self._rows(query, params)]
+
+    async def _write_jobs(
+        self, query: str, params: dict[str, Any], now: datetime | None
+    ) -> list[Job]:
+        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            with self._write(conn, now) as at:
+                return [_decoded(row) for row in conn.execute(Q[query], {**params, "now": at})]
+
+        return [job_from_row(row, row["spec"]) for row in await self._call(work)]
+
+    async def save_job(
+        self, spec: JobSpec, cursor: datetime, next_fire_at: datetime | None, now: datetime | None
+    ) -> Job:
+        params = {
+            "namespace": spec.namespace,
+            "name": spec.name,
+            "spec": spec_to_json(spec),
+            "cursor": _ts(cursor),
+            "next_fire_at": _ts(next_fire_at),
+        }
+        [job] = await self._write_jobs("save_job", params, now)
+        return job
+
+    async def get_job(self, namespace: str, name: str) -> Job | None:
+        jobs = await self._jobs("get_job", {"namespace": namespace, "name": name})
+        return jobs[0] if jobs else None
+
+    async def get_job_by_id(self, job_id: int) -> Job | None:
+        jobs = await self._jobs("get_job_by_id", {"id": job_id})
+        return jobs[0] if jobs else None
+
+    async def list_jobs(self, namespace: str | None = None) -> list[Job]:
+        return await self._jobs("list_jobs", {"namespace": namespace})
+
+    async def delete_job(self, namespace: str, name: str) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            with self._write(conn):
+                params = {"namespace": namespace, "name": name}
+                return bool(conn.execute(Q["delete_job"], params).fetchall())
+
+        return await self._call(work)
+
+    async def set_job_paused(
+        self,
+        namespace: str,
+        name: str,
+        paused: bool,
+        cursor: datetime,
+        next_fire_at: datetime | None,
+        now: datetime | None,
+    ) -> Job | None:
+        params = {
+            "namespace": namespace,
+            "name": name,
+            "paused": paused,
+            "cursor": _ts(cursor),
+            "next_fire_at": _ts(next_fire_at),
+        }
+        jobs = await self._write_jobs("set_job_paused", params, now)
+        return jobs[0] if jobs else None
+
+    async def due_jobs(self, until: datetime, limit: int) -> list[Job]:
+        return await self._jobs("due_jobs", {"until": _ts(until), "limit": limit})
+
+    async def job_run_counts(self, job_id: int) -> tuple[int, int]:
+        def work(conn: sqlite3.Connection) -> tuple[int, int]:
+            active, waiting = conn.execute(Q["job_run_counts"], {"job_id": job_id}).fetchone()
+            return int(active), int(waiting)
+
+        return await self._call(work)
+
+    async def advance_job(
+        self,
+        job_id: int,
+        expected_cursor: datetime,
+        cursor: datetime,
+        next_fire_at: datetime | None,
+        runs: Sequence[NewRun],
+        now: datetime | None,
+        leader_term: int | None,
+    ) -> list[Enqueued] | None:
+        def work(conn: sqlite3.Connection) -> list[Enqueued] | None:
+            with self._write(conn, now) as at:
+                params = {
+                    "id": job_id,
+                    "expected_cursor": _ts(expected_cursor),
+                    "cursor": _ts(cursor),
+                    "next_fire_at": _ts(next_fire_at),
+                    "now": at,
+                    "term": leader_term,
+                }
+                if not conn.execute(Q["advance_job"], params).fetchall():
+                    return None
+                return self._insert_runs(conn, runs, at)
+
+        return await self._call(work)
+
+    # -- leadership ---------------------------------------------------------
+    async def acquire_leadership(
+        self, holder: str, term: int | None, lease_seconds: float, now: datetime | None
+    ) -> int | None:
+        def work(conn: sqlite3.Connection) -> int | None:
+            with self._write(conn, now) as at:
+                params = {"holder": holder, "term": term, "lease_seconds": lease_seconds, "now": at}
+                row = conn.execute(Q["acquire_leadership"], params).fetchone()
+            return int(row[0]) if row else None
+
+        return await self._call(work)
+
+    async def resign_leadership(self, holder: str, term: int, now: datetime | None) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            with self._write(conn, now) as at:
+                params = {"holder": holder, "term": term, "now": at}
+                conn.execute(Q["resign_leadership"], params)
+
+        await self._call(work)
+
+    async def leader(self) -> LeaderInfo | None:
+        rows = await self._rows("leader", {})
+        if not rows:
+            return None
+        row = rows[0]
+        return LeaderInfo(row["holder"], row["term"], row["acquired_at"], row["expires_at"])
 
     async def wait_for_work(self, timeout: float) -> None:
         # SQLite has no notifications across processes; an indexed poll is cheap.

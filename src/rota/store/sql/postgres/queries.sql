@@ -7,17 +7,20 @@ SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 -- name: insert_runs
 -- Rows come as parallel arrays; ON CONFLICT keeps an idempotency key to one run.
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
-                       max_attempts, timeout_seconds, idempotency_key, replay_of, created_at)
+                       max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
+                       slot_at, created_at)
 SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
        COALESCE(r.run_at, t.now),
        COALESCE(r.run_at, t.now) - make_interval(secs => r.priority * %(aging_seconds)s),
-       r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, t.now
+       r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, r.job_id, r.slot_at,
+       t.now
 FROM unnest(%(namespaces)s::text[], %(handlers)s::text[], %(queues)s::text[],
             %(payloads)s::text[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
             %(max_attempts)s::integer[], %(timeouts)s::double precision[],
-            %(idempotency_keys)s::text[], %(replay_ofs)s::bigint[])
+            %(idempotency_keys)s::text[], %(replay_ofs)s::bigint[], %(job_ids)s::bigint[],
+            %(slot_ats)s::timestamptz[])
      AS r(namespace, handler, queue, payload, priority, run_at, max_attempts,
-          timeout_seconds, idempotency_key, replay_of),
+          timeout_seconds, idempotency_key, replay_of, job_id, slot_at),
      (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
@@ -33,7 +36,8 @@ FROM generate_series(1, %(count)s);
 
 -- name: copy_runs
 COPY rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_at,
-                max_attempts, timeout_seconds, replay_of, created_at) FROM STDIN;
+                max_attempts, timeout_seconds, replay_of, job_id, slot_at, created_at)
+FROM STDIN;
 
 -- name: claim
 -- One index range scan per queue (LATERAL), merged by effective priority. SKIP LOCKED
@@ -144,6 +148,8 @@ WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 expired AS (
     SELECT id FROM rota_runs
     WHERE state IN ('claimed', 'running') AND lease_expires_at < (SELECT now FROM t)
+      AND (%(term)s::bigint IS NULL
+           OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = %(term)s))
     ORDER BY lease_expires_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -180,6 +186,8 @@ SELECT r.id, r.fence, r.state, pg_notify('rota_wakeup', '') FROM reaped r;
 WITH doomed AS (
     SELECT id FROM rota_runs
     WHERE finished_at IS NOT NULL AND finished_at < %(older_than)s
+      AND (%(term)s::bigint IS NULL
+           OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = %(term)s))
     ORDER BY finished_at
     LIMIT %(limit)s
 ),
@@ -221,3 +229,83 @@ RETURNING id;
 UPDATE rota_runs SET cancel_requested = true
 WHERE id = %(id)s AND state IN ('claimed', 'running')
 RETURNING id;
+
+-- name: save_job
+INSERT INTO rota_jobs AS j (namespace, name, spec, cursor, next_fire_at, created_at, updated_at)
+VALUES (%(namespace)s, %(name)s, %(spec)s::jsonb, %(cursor)s, %(next_fire_at)s,
+        COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (namespace, name) DO UPDATE
+SET spec = EXCLUDED.spec, cursor = EXCLUDED.cursor, next_fire_at = EXCLUDED.next_fire_at,
+    updated_at = EXCLUDED.updated_at
+RETURNING *;
+
+-- name: get_job
+SELECT * FROM rota_jobs WHERE namespace = %(namespace)s AND name = %(name)s;
+
+-- name: get_job_by_id
+SELECT * FROM rota_jobs WHERE id = %(id)s;
+
+-- name: list_jobs
+SELECT * FROM rota_jobs
+WHERE (%(namespace)s::text IS NULL OR namespace = %(namespace)s)
+ORDER BY namespace, name;
+
+-- name: delete_job
+DELETE FROM rota_jobs WHERE namespace = %(namespace)s AND name = %(name)s RETURNING id;
+
+-- name: set_job_paused
+-- Resuming plans from now on: slots that fell in the pause are not caught up.
+UPDATE rota_jobs
+SET paused = %(paused)s,
+    cursor = CASE WHEN paused AND NOT %(paused)s THEN %(cursor)s ELSE cursor END,
+    next_fire_at = CASE WHEN paused AND NOT %(paused)s THEN %(next_fire_at)s ELSE next_fire_at END,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE namespace = %(namespace)s AND name = %(name)s
+RETURNING *;
+
+-- name: due_jobs
+SELECT * FROM rota_jobs
+WHERE NOT paused AND next_fire_at <= %(until)s
+ORDER BY next_fire_at
+LIMIT %(limit)s;
+
+-- name: job_run_counts
+SELECT count(*) FILTER (WHERE state IN ('claimed', 'running')),
+       count(*) FILTER (WHERE state IN ('pending', 'retrying'))
+FROM rota_runs
+WHERE job_id = %(job_id)s AND state IN ('pending', 'retrying', 'claimed', 'running');
+
+-- name: advance_job
+-- Compare-and-set on the cursor: of several planners that read the same cursor, one
+-- moves it. A deposed leader's term no longer matches, and it moves nothing.
+UPDATE rota_jobs
+SET cursor = %(cursor)s, next_fire_at = %(next_fire_at)s,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = %(id)s AND cursor = %(expected_cursor)s AND NOT paused
+  AND (%(term)s::bigint IS NULL
+       OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = %(term)s))
+RETURNING id;
+
+-- name: acquire_leadership
+-- Renew if we hold the term we think we hold (even just past expiry: nobody took over);
+-- otherwise take over only an expired lease, with term + 1.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+INSERT INTO rota_leases AS l (name, holder, term, acquired_at, expires_at)
+SELECT 'leader', %(holder)s, 1, t.now, t.now + make_interval(secs => %(lease_seconds)s) FROM t
+ON CONFLICT (name) DO UPDATE
+SET term = CASE WHEN l.holder = EXCLUDED.holder AND l.term = %(term)s THEN l.term
+                ELSE l.term + 1 END,
+    acquired_at = CASE WHEN l.holder = EXCLUDED.holder AND l.term = %(term)s THEN l.acquired_at
+                       ELSE EXCLUDED.acquired_at END,
+    holder = EXCLUDED.holder,
+    expires_at = EXCLUDED.expires_at
+WHERE (l.holder = EXCLUDED.holder AND l.term = %(term)s) OR l.expires_at < EXCLUDED.acquired_at
+RETURNING term;
+
+-- name: resign_leadership
+UPDATE rota_leases
+SET expires_at = COALESCE(%(now)s::timestamptz, now()) - interval '1 millisecond'
+WHERE name = 'leader' AND holder = %(holder)s AND term = %(term)s;
+
+-- name: leader
+SELECT holder, term, acquired_at, expires_at FROM rota_leases WHERE name = 'leader';

@@ -7,10 +7,11 @@ SELECT (julianday('now') - 2440587.5) * 86400.0;
 
 -- name: insert_run
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
-                       max_attempts, timeout_seconds, idempotency_key, replay_of, created_at)
+                       max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
+                       slot_at, created_at)
 VALUES (:namespace, :handler, :queue, :payload, :priority, :run_at,
         :run_at - :priority * :aging_seconds,
-        :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :now)
+        :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :job_id, :slot_at, :now)
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
 RETURNING id;
@@ -74,6 +75,9 @@ SELECT run_id FROM rota_attempts WHERE run_id = :id AND fence = :fence AND outco
 UPDATE rota_runs
 SET state = 'pending', attempt = attempt - 1, lease_expires_at = NULL
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+
+-- name: leader_term_holds
+SELECT :term IS NULL OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = :term);
 
 -- name: expired_leases
 SELECT id, worker_id FROM rota_runs
@@ -145,3 +149,72 @@ RETURNING id;
 UPDATE rota_runs SET cancel_requested = 1
 WHERE id = :id AND state IN ('claimed', 'running')
 RETURNING id;
+
+-- name: save_job
+INSERT INTO rota_jobs (namespace, name, spec, cursor, next_fire_at, created_at, updated_at)
+VALUES (:namespace, :name, :spec, :cursor, :next_fire_at, :now, :now)
+ON CONFLICT (namespace, name) DO UPDATE
+SET spec = excluded.spec, cursor = excluded.cursor, next_fire_at = excluded.next_fire_at,
+    updated_at = excluded.updated_at
+RETURNING *;
+
+-- name: get_job
+SELECT * FROM rota_jobs WHERE namespace = :namespace AND name = :name;
+
+-- name: get_job_by_id
+SELECT * FROM rota_jobs WHERE id = :id;
+
+-- name: list_jobs
+SELECT * FROM rota_jobs
+WHERE (:namespace IS NULL OR namespace = :namespace)
+ORDER BY namespace, name;
+
+-- name: delete_job
+DELETE FROM rota_jobs WHERE namespace = :namespace AND name = :name RETURNING id;
+
+-- name: set_job_paused
+UPDATE rota_jobs
+SET cursor = CASE WHEN paused AND NOT :paused THEN :cursor ELSE cursor END,
+    next_fire_at = CASE WHEN paused AND NOT :paused THEN :next_fire_at ELSE next_fire_at END,
+    paused = :paused,
+    updated_at = :now
+WHERE namespace = :namespace AND name = :name
+RETURNING *;
+
+-- name: due_jobs
+SELECT * FROM rota_jobs
+WHERE NOT paused AND next_fire_at <= :until
+ORDER BY next_fire_at
+LIMIT :limit;
+
+-- name: job_run_counts
+SELECT count(*) FILTER (WHERE state IN ('claimed', 'running')),
+       count(*) FILTER (WHERE state IN ('pending', 'retrying'))
+FROM rota_runs
+WHERE job_id = :job_id AND state IN ('pending', 'retrying', 'claimed', 'running');
+
+-- name: advance_job
+UPDATE rota_jobs
+SET cursor = :cursor, next_fire_at = :next_fire_at, updated_at = :now
+WHERE id = :id AND cursor = :expected_cursor AND NOT paused
+  AND (:term IS NULL OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = :term))
+RETURNING id;
+
+-- name: acquire_leadership
+INSERT INTO rota_leases (name, holder, term, acquired_at, expires_at)
+VALUES ('leader', :holder, 1, :now, :now + :lease_seconds)
+ON CONFLICT (name) DO UPDATE
+SET term = CASE WHEN holder = excluded.holder AND term = :term THEN term ELSE term + 1 END,
+    acquired_at = CASE WHEN holder = excluded.holder AND term = :term THEN acquired_at
+                       ELSE excluded.acquired_at END,
+    holder = excluded.holder,
+    expires_at = excluded.expires_at
+WHERE (holder = excluded.holder AND term = :term) OR expires_at < excluded.acquired_at
+RETURNING term;
+
+-- name: resign_leadership
+UPDATE rota_leases SET expires_at = :now - 0.001
+WHERE name = 'leader' AND holder = :holder AND term = :term;
+
+-- name: leader
+SELECT holder, term, acquired_at, expires_at FROM rota_leases WHERE name = 'leader';

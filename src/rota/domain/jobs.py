@@ -1,0 +1,213 @@
+"""Jobs: a handler + payload + run options + an optional schedule.
+
+A job with a trigger (cron, interval, once) is a schedule: the planner turns its slots
+into runs. A job without one is manual: it runs when triggered. Pure values; the store
+keeps them, the planner reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import TypeVar
+
+from rota.clock import require_aware
+from rota.domain.misfire import MisfirePolicy, OverlapPolicy
+from rota.domain.runs import (
+    NewRun,
+    check_name,
+    check_positive_int,
+    check_priority,
+    check_timeout,
+)
+from rota.domain.triggers import CronTrigger, IntervalTrigger, OnceTrigger, Trigger, describe
+from rota.errors import InvalidArgument
+
+
+class TriggerKind(StrEnum):
+    CRON = "cron"
+    INTERVAL = "interval"
+    ONCE = "once"
+    MANUAL = "manual"
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _choice(name: str, enum: type[E], value: object) -> E:
+    try:
+        return enum(str(value))
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum)
+        raise InvalidArgument(name, value, f"one of {allowed}") from None
+
+
+def _seconds(name: str, value: object, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
+        raise InvalidArgument(name, value, f"a number of seconds >= {minimum:g}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a user defines. Validated on construction: a bad cron expression, an unknown
+    time zone or a schedule that can never fire is refused here, before any write."""
+
+    name: str
+    handler: str
+    payload_json: str = "null"
+    queue: str = "default"
+    priority: int = 5
+    max_attempts: int = 3
+    timeout: float | None = None
+    kind: TriggerKind = TriggerKind.MANUAL
+    cron: str | None = None
+    timezone: str = "UTC"
+    interval_seconds: float | None = None
+    anchor: datetime | None = None  # interval start; the job's creation time if None
+    at: datetime | None = None
+    misfire: MisfirePolicy = MisfirePolicy.FIRE_NOW
+    catch_up_window_seconds: float = 3600.0
+    run_all_cap: int = 100
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    jitter_seconds: float = 0.0
+    namespace: str = "default"
+
+    def __post_init__(self) -> None:
+        check_name("job name", self.name)
+        check_name("handler", self.handler)
+        check_name("queue", self.queue)
+        check_name("namespace", self.namespace)
+        check_priority(self.priority)
+        check_positive_int("max_attempts", self.max_attempts)
+        check_timeout(self.timeout)
+        check_positive_int("run_all_cap", self.run_all_cap)
+        _seconds("catch_up_window", self.catch_up_window_seconds)
+        _seconds("jitter", self.jitter_seconds)
+        object.__setattr__(self, "misfire", _choice("misfire", MisfirePolicy, self.misfire))
+        object.__setattr__(self, "overlap", _choice("overlap", OverlapPolicy, self.overlap))
+        object.__setattr__(self, "kind", _choice("trigger kind", TriggerKind, self.kind))
+        self._check_trigger_fields()
+        self.trigger(datetime(2000, 1, 1, tzinfo=UTC))  # parses and validates
+
+    def _check_trigger_fields(self) -> None:
+        given = {
+            TriggerKind.CRON: self.cron is not None,
+            TriggerKind.INTERVAL: self.interval_seconds is not None,
+            TriggerKind.ONCE: self.at is not None,
+        }
+        extra = [kind.value for kind, present in given.items() if present and kind != self.kind]
+        if extra or (self.kind != TriggerKind.MANUAL and not given[self.kind]):
+            raise InvalidArgument(
+                "schedule",
+                {"cron": self.cron, "interval": self.interval_seconds, "at": self.at},
+                "exactly one of cron=, interval= or at= (or none, for a manual job)",
+            )
+        if self.kind is TriggerKind.INTERVAL:
+            _seconds("interval", self.interval_seconds, minimum=0.001)
+        if self.at is not None:
+            require_aware(self.at, "at")
+        if self.anchor is not None:
+            require_aware(self.anchor, "anchor")
+
+    def trigger(self, created_at: datetime) -> Trigger | None:
+        if self.kind is TriggerKind.CRON:
+            assert self.cron is not None
+            return CronTrigger(self.cron, self.timezone)
+        if self.kind is TriggerKind.INTERVAL:
+            assert self.interval_seconds is not None
+            return IntervalTrigger(
+                timedelta(seconds=self.interval_seconds), self.anchor or created_at
+            )
+        if self.kind is TriggerKind.ONCE:
+            assert self.at is not None
+            return OnceTrigger(self.at)
+        return None
+
+    @property
+    def catch_up_window(self) -> timedelta:
+        return timedelta(seconds=self.catch_up_window_seconds)
+
+    def schedule_text(self, created_at: datetime) -> str:
+        trigger = self.trigger(created_at)
+        return describe(trigger) if trigger else "manual"
+
+
+@dataclass(frozen=True)
+class Job:
+    """A stored job. ``cursor``: every slot at or before it has been decided (planned
+    or skipped); ``next_fire_at``: the next slot after the cursor, None if none."""
+
+    id: int
+    spec: JobSpec
+    paused: bool
+    cursor: datetime
+    next_fire_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def trigger(self) -> Trigger | None:
+        return self.spec.trigger(self.created_at)
+
+
+_INSTANTS = ("anchor", "at")
+
+
+def spec_to_json(spec: JobSpec) -> str:
+    data = asdict(spec)
+    for key in _INSTANTS:
+        if data[key] is not None:
+            data[key] = data[key].isoformat()
+    return json.dumps(data)
+
+
+def spec_from_json(text: str | dict[str, object]) -> JobSpec:
+    data = json.loads(text) if isinstance(text, str) else dict(text)
+    known = {f.name for f in fields(JobSpec)}
+    data = {k: v for k, v in data.items() if k in known}
+    for key in _INSTANTS:
+        if isinstance(data.get(key), str):
+            data[key] = datetime.fromisoformat(str(data[key]))
+    return JobSpec(**data)  # type: ignore[arg-type]
+
+
+def trigger_fields(spec: JobSpec) -> tuple[object, ...]:
+    """What decides the slots; when it changes, planning restarts from now."""
+    return (spec.kind, spec.cron, spec.timezone, spec.interval_seconds, spec.anchor, spec.at)
+
+
+def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
+    """The run for one slot. Its idempotency key is derived from (job, slot), so a slot
+    can become one run however many planners insert it."""
+    spec = job.spec
+    return NewRun(
+        handler=spec.handler,
+        payload_json=spec.payload_json,
+        queue=spec.queue,
+        priority=spec.priority,
+        run_at=run_at,
+        max_attempts=spec.max_attempts,
+        timeout=spec.timeout,
+        idempotency_key=f"rota:job:{job.id}:{slot.isoformat()}",
+        namespace=spec.namespace,
+        job_id=job.id,
+        slot_at=slot,
+    )
+
+
+def manual_run(job: Job, payload_json: str | None, idempotency_key: str | None) -> NewRun:
+    spec = job.spec
+    return NewRun(
+        handler=spec.handler,
+        payload_json=payload_json if payload_json is not None else spec.payload_json,
+        queue=spec.queue,
+        priority=spec.priority,
+        max_attempts=spec.max_attempts,
+        timeout=spec.timeout,
+        idempotency_key=idempotency_key,
+        namespace=spec.namespace,
+        job_id=job.id,
+    )
