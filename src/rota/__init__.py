@@ -15,6 +15,7 @@ from rota.clock import Clock, FakeClock, SystemClock
 from rota.config import Settings
 from rota.context import RunContext
 from rota.domain import retry
+from rota.domain.jobs import Job, JobSpec
 from rota.domain.states import AttemptOutcome, RunState
 from rota.errors import (
     InvalidArgument,
@@ -26,7 +27,7 @@ from rota.errors import (
     StoreUnavailable,
     UnknownHandler,
 )
-from rota.services import Job
+from rota.services import RunRequest
 
 __version__ = "0.1.0"
 
@@ -37,11 +38,13 @@ __all__ = [
     "FakeClock",
     "InvalidArgument",
     "Job",
+    "JobSpec",
     "LeaseLost",
     "PermanentFailure",
     "RotaError",
     "RunContext",
     "RunNotFound",
+    "RunRequest",
     "RunState",
     "SchemaMismatch",
     "Settings",

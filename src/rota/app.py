@@ -12,20 +12,21 @@ import signal
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import Future
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import structlog
 
-from rota import services
+from rota import schedules, services
 from rota.bootstrap import open_store
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
+from rota.domain.jobs import Job
 from rota.domain.retry import RetryPolicy
 from rota.domain.runs import NewRun, Run
 from rota.errors import InvalidArgument, UnsupportedFeature
 from rota.handlers import HandlerFn, Registry, make_spec
-from rota.services import Job, RunDetail
+from rota.services import RunDetail, RunRequest
 from rota.store.port import Store
 from rota.worker import Worker, WorkerOptions
 
@@ -147,7 +148,9 @@ class App:
         open transaction the run is created in, so it exists only if that commits."""
         run = services.new_run(
             self.registry,
-            Job(handler, payload, run_at, priority, idempotency_key, queue, max_attempts, timeout),
+            RunRequest(
+                handler, payload, run_at, priority, idempotency_key, queue, max_attempts, timeout
+            ),
         )
         if connection is not None:
             return self._enqueue_on_connection(connection, run)
@@ -156,7 +159,7 @@ class App:
     async def enqueue_async(self, handler: str, payload: Any = None, **options: Any) -> int:
         """The same as :meth:`enqueue`, from async code (``connection`` may be async)."""
         connection = options.pop("connection", None)
-        run = services.new_run(self.registry, Job(handler, payload, **options))
+        run = services.new_run(self.registry, RunRequest(handler, payload, **options))
         if connection is not None:
             store = await self.store()
             enqueue_on = getattr(store, "enqueue_on", None)
@@ -166,14 +169,14 @@ class App:
             return int(enqueued.run_id)
         return (await self._enqueue_async([run]))[0]
 
-    def enqueue_many(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[int]:
+    def enqueue_many(self, jobs: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
         """Create many runs in one round trip (COPY on PostgreSQL). All are validated
         before any is written."""
-        runs = [services.new_run(self.registry, Job.coerce(job)) for job in jobs]
+        runs = [services.new_run(self.registry, RunRequest.coerce(job)) for job in jobs]
         return self._call(lambda: self._enqueue_async(runs))
 
-    async def enqueue_many_async(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[int]:
-        runs = [services.new_run(self.registry, Job.coerce(job)) for job in jobs]
+    async def enqueue_many_async(self, jobs: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
+        runs = [services.new_run(self.registry, RunRequest.coerce(job)) for job in jobs]
         return await self._enqueue_async(runs)
 
     async def _enqueue_async(self, runs: list[NewRun]) -> list[int]:
@@ -207,6 +210,84 @@ class App:
 
     async def _with_store(self, fn: Callable[..., Awaitable[T]], *args: Any, **kw: Any) -> T:
         return await fn(await self.store(), *args, **kw)
+
+    # -- jobs and schedules -------------------------------------------------
+    def schedule(
+        self,
+        name: str,
+        *,
+        handler: str,
+        payload: Any = None,
+        cron: str | None = None,
+        interval: float | timedelta | None = None,
+        at: datetime | None = None,
+        timezone: str = "UTC",
+        misfire: str = "fire_now",
+        overlap: str = "allow",
+        **options: Any,
+    ) -> Job:
+        """Create or replace the job ``name``: ``cron=`` (5 or 6 fields, seconds first),
+        ``interval=`` (seconds or a timedelta) or ``at=`` (once); none of them for a
+        manual job. Options: ``jitter``, ``catch_up_window``, ``run_all_cap``,
+        ``queue``, ``priority``, ``max_attempts``, ``timeout``, ``namespace``."""
+        spec = schedules.job_spec(
+            self.registry,
+            name,
+            handler,
+            payload,
+            cron=cron,
+            interval=interval,
+            at=at,
+            timezone=timezone,
+            misfire=misfire,
+            overlap=overlap,
+            **options,
+        )
+        return self._call(lambda: self._with_store(schedules.save_job, self.clock, spec))
+
+    def update_schedule(self, name: str, namespace: str = "default", **changes: Any) -> Job:
+        """Change some fields of a job's spec (e.g. ``cron=``, ``paused`` is separate)."""
+        return self._call(
+            lambda: self._with_store(schedules.update_job, self.clock, namespace, name, **changes)
+        )
+
+    def pause_schedule(self, name: str, namespace: str = "default") -> Job:
+        return self._call(
+            lambda: self._with_store(schedules.set_paused, self.clock, namespace, name, True)
+        )
+
+    def resume_schedule(self, name: str, namespace: str = "default") -> Job:
+        """Resume planning from now; slots that fell in the pause are skipped."""
+        return self._call(
+            lambda: self._with_store(schedules.set_paused, self.clock, namespace, name, False)
+        )
+
+    def delete_schedule(self, name: str, namespace: str = "default") -> None:
+        self._call(lambda: self._with_store(schedules.delete_job, namespace, name))
+
+    def get_schedule(self, name: str, namespace: str = "default") -> Job:
+        return self._call(lambda: self._with_store(schedules.get_job, namespace, name))
+
+    def list_schedules(self, namespace: str | None = None) -> list[Job]:
+        async def go() -> list[Job]:
+            return await (await self.store()).list_jobs(namespace)
+
+        return self._call(go)
+
+    def trigger(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        namespace: str = "default",
+    ) -> int:
+        """Run a job now (optionally with another payload); returns the run id."""
+        return self._call(
+            lambda: self._with_store(
+                schedules.trigger_job, self.clock, namespace, name, payload, idempotency_key
+            )
+        )
 
     # -- working ------------------------------------------------------------
     def run_worker(

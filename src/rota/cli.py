@@ -8,12 +8,14 @@ import json
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn, TypeVar
+from zoneinfo import ZoneInfo
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from rota import logs, services
+from rota import schedules as schedules_service
 from rota.app import App
 from rota.bootstrap import open_store
 from rota.clock import SystemClock
@@ -315,6 +317,136 @@ def replay_run(run_id: int, db: str | None) -> None:
         lambda: _with_store(_settings(db), lambda s: services.replay(s, SystemClock(), run_id))
     )
     click.echo(new_id)
+
+
+@main.group()
+def schedules() -> None:
+    """Jobs with schedules: list, pause, resume, delete, trigger."""
+
+
+def _job_row(job: Any) -> dict[str, Any]:
+    spec = job.spec
+    return {
+        "name": job.spec.name,
+        "namespace": spec.namespace,
+        "handler": spec.handler,
+        "schedule": spec.schedule_text(job.created_at),
+        "misfire": spec.misfire.value,
+        "overlap": spec.overlap.value,
+        "paused": job.paused,
+        "next_fire_at": job.next_fire_at.isoformat() if job.next_fire_at else None,
+    }
+
+
+@schedules.command("list")
+@db_option
+@click.option("--namespace", default=None)
+@click.option("--json", "as_json", is_flag=True)
+def list_schedules(db: str | None, namespace: str | None, as_json: bool) -> None:
+    """Every job and when it fires next."""
+    jobs = _run(lambda: _with_store(_settings(db), lambda s: s.list_jobs(namespace)))
+    rows = [_job_row(job) for job in jobs]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("name", "handler", "schedule", "misfire", "overlap", "paused", "next fire (UTC)")
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["handler"],
+            row["schedule"],
+            row["misfire"],
+            row["overlap"],
+            "yes" if row["paused"] else "",
+            row["next_fire_at"] or "-",
+        )
+    console.print(table)
+
+
+def _pause_command(paused: bool) -> Callable[[str, str | None, str], None]:
+    def command(name: str, db: str | None, namespace: str) -> None:
+        job = _run(
+            lambda: _with_store(
+                _settings(db),
+                lambda s: schedules_service.set_paused(s, SystemClock(), namespace, name, paused),
+            )
+        )
+        state = "paused" if job.paused else f"resumed; next fire {job.next_fire_at}"
+        click.echo(f"{name}: {state}")
+
+    return command
+
+
+for _verb, _paused in (("pause", True), ("resume", False)):
+    schedules.command(_verb, help=f"{_verb.capitalize()} a job's schedule.")(
+        click.argument("name")(
+            db_option(click.option("--namespace", default="default")(_pause_command(_paused)))
+        )
+    )
+
+
+@schedules.command("delete")
+@click.argument("name")
+@db_option
+@click.option("--namespace", default="default")
+def delete_schedule(name: str, db: str | None, namespace: str) -> None:
+    """Delete a job (its runs stay)."""
+    _run(
+        lambda: _with_store(
+            _settings(db), lambda s: schedules_service.delete_job(s, namespace, name)
+        )
+    )
+    click.echo(f"{name}: deleted")
+
+
+@schedules.command("trigger")
+@click.argument("name")
+@db_option
+@click.option("--namespace", default="default")
+def trigger_schedule(name: str, db: str | None, namespace: str) -> None:
+    """Run a job now; prints the run id."""
+    run_id = _run(
+        lambda: _with_store(
+            _settings(db),
+            lambda s: schedules_service.trigger_job(s, SystemClock(), namespace, name),
+        )
+    )
+    click.echo(run_id)
+
+
+@main.group()
+def cron() -> None:
+    """Cron expressions."""
+
+
+@cron.command("next")
+@click.argument("expression")
+@click.option("--tz", "timezone", default="UTC", show_default=True, help="IANA time zone.")
+@click.option("-n", "count", default=10, show_default=True, type=int)
+@click.option("--json", "as_json", is_flag=True)
+def cron_next(expression: str, timezone: str, count: int, as_json: bool) -> None:
+    """The next fire instants of EXPRESSION, in local time and UTC."""
+    try:
+        instants = schedules_service.cron_preview(
+            expression, timezone, count, after=SystemClock().now()
+        )
+    except RotaError as exc:
+        _fail(str(exc))
+    zone = ZoneInfo(timezone)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [{"local": t.astimezone(zone).isoformat(), "utc": t.isoformat()} for t in instants],
+                indent=2,
+            )
+        )
+        return
+    table = Table(f"local ({timezone})", "UTC")
+    for t in instants:
+        table.add_row(
+            t.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z"), t.strftime("%Y-%m-%d %H:%M:%S")
+        )
+    console.print(table)
 
 
 if __name__ == "__main__":  # pragma: no cover

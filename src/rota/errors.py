@@ -36,6 +36,13 @@ class RunNotFound(RotaError, LookupError):
         super().__init__(f"run {run_id} does not exist")
 
 
+class JobNotFound(RotaError, LookupError):
+    def __init__(self, namespace: str, name: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        super().__init__(f"job {name!r} does not exist in namespace {namespace!r}")
+
+
 class InvalidTransition(RotaError):
     """The run is not in a state that allows what was asked (e.g. replaying a live run)."""
 
@@ -66,10 +73,16 @@ class SchemaMismatch(RotaError):
         self.found = found
         self.known = known
         if found > known:
-            hint = "this rota is older than the database; upgrade rota before starting it"
+            message = (
+                f"database schema is version {found}, newer than this rota, which knows up to "
+                f"{known}: this rota is older than the database; upgrade rota before starting it"
+            )
         else:
-            hint = "run `rota db upgrade` (or start with auto-migration on)"
-        super().__init__(f"database schema is version {found}, this rota knows {known}: {hint}")
+            message = (
+                f"database schema is version {found}, older than this rota's {known}: "
+                "run `rota db upgrade` (or start with auto_migrate on)"
+            )
+        super().__init__(message)
 
 
 class UnsupportedFeature(RotaError):

@@ -42,8 +42,8 @@ JOB_FIELDS = (
 
 
 @dataclass(frozen=True)
-class Job:
-    """One run to enqueue, for :meth:`rota.App.enqueue_many`."""
+class RunRequest:
+    """One run to enqueue, for :meth:`rota.App.enqueue_many` (or a dict of these fields)."""
 
     handler: str
     payload: Any = None
@@ -55,18 +55,20 @@ class Job:
     timeout: float | None = None
 
     @classmethod
-    def coerce(cls, value: Job | Mapping[str, Any]) -> Job:
-        if isinstance(value, Job):
+    def coerce(cls, value: RunRequest | Mapping[str, Any]) -> RunRequest:
+        if isinstance(value, RunRequest):
             return value
         if not isinstance(value, Mapping):
-            raise InvalidArgument("job", value, "a rota.Job or a dict with a 'handler' key")
+            raise InvalidArgument(
+                "run request", value, "a rota.RunRequest or a dict with a 'handler' key"
+            )
         unknown = set(value) - set(JOB_FIELDS)
         if unknown or "handler" not in value:
-            raise InvalidArgument("job", dict(value), f"a dict with keys from {JOB_FIELDS}")
+            raise InvalidArgument("run request", dict(value), f"a dict with keys from {JOB_FIELDS}")
         return cls(**value)
 
 
-def new_run(registry: Registry, job: Job) -> NewRun:
+def new_run(registry: Registry, job: RunRequest) -> NewRun:
     """Validate a job against its handler's registration and defaults."""
     spec = registry.require(job.handler)
     if job.idempotency_key is not None and (

@@ -124,7 +124,7 @@ async def test_open_store_refuses_a_database_newer_than_the_code(store: Store, d
         assert (caught.value.found, caught.value.known) == (FUTURE_VERSION, latest)
         message = str(caught.value)
         assert f"version {FUTURE_VERSION}" in message
-        assert "older than the database" in message  # i.e. the database is newer
+        assert "newer than this rota" in message
         # Nothing was migrated or rolled back by the refusal.
         assert (await store.schema_status()).current == FUTURE_VERSION
     finally:

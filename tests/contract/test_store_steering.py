@@ -260,3 +260,36 @@ async def test_prune_cutoff_is_strict_and_limit_is_respected(store: Store) -> No
     assert {r.id for r in await store.list_runs(RunFilter())} == {ids[2]}
     assert await store.prune_finished(at(31), limit=2) == 1
     assert await store.list_runs(RunFilter()) == []
+
+
+
+async def test_a_cancel_request_survives_a_lost_worker(store: Store) -> None:
+    """The reaper does not hand a run someone asked to cancel to another worker."""
+    run_id = await enqueue_one(store, T0)
+    claimed = await claim_one(store, T0)
+    await store.request_cancel(run_id, T0)
+    await store.reap_expired(at(3600), poison_after=3, limit=10)
+    run = await store.get_run(run_id)
+    assert run is not None
+    assert run.state is RunState.CANCELLED
+    assert run.fence == claimed.fence
+
+
+async def test_a_cancel_request_outranks_a_retry(store: Store) -> None:
+    run_id = await enqueue_one(store, T0)
+    claimed = await claim_one(store, T0)
+    await store.request_cancel(run_id, T0)
+    assert await store.complete([retrying(claimed, delay=5)], T0) == {run_id}
+    run = await store.get_run(run_id)
+    assert run is not None
+    assert run.state is RunState.CANCELLED
+
+
+async def test_a_cancel_request_survives_a_release(store: Store) -> None:
+    run_id = await enqueue_one(store, T0)
+    claimed = await claim_one(store, T0)
+    await store.request_cancel(run_id, T0)
+    assert await store.release([lease_of(claimed)], T0) == {run_id}
+    run = await store.get_run(run_id)
+    assert run is not None
+    assert run.state is RunState.CANCELLED

@@ -61,8 +61,7 @@ SET state = 'claimed',
     fence = r.fence + 1,
     worker_id = %(worker_id)s,
     started_at = t.now,
-    lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s),
-    cancel_requested = false
+    lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s)
 FROM picked, t
 WHERE r.id = picked.id
 RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
@@ -90,19 +89,21 @@ input AS (
 ),
 done AS (
     UPDATE rota_runs r
-    SET state = c.state,
+    -- A cancel request outranks a retry: the run is not tried again.
+    SET state = CASE WHEN c.state = 'retrying' AND r.cancel_requested THEN 'cancelled'
+                     ELSE c.state END,
         result = c.result::jsonb,
         error = c.error,
         lease_expires_at = NULL,
         lost_count = 0,
-        -- A retry keeps its priority boost: sort_at moves with run_at.
         -- The retry instant is the database's now + delay (never a worker's clock), and
         -- sort_at moves with run_at so a retry keeps its priority boost.
         sort_at = CASE WHEN c.retry_delay IS NULL THEN r.sort_at
                        ELSE t.now + make_interval(secs => c.retry_delay) - (r.run_at - r.sort_at) END,
         run_at = CASE WHEN c.retry_delay IS NULL THEN r.run_at
                       ELSE t.now + make_interval(secs => c.retry_delay) END,
-        finished_at = CASE WHEN c.state = 'retrying' THEN NULL ELSE t.now END
+        finished_at = CASE WHEN c.state = 'retrying' AND NOT r.cancel_requested THEN NULL
+                           ELSE t.now END
     FROM input c, t
     WHERE r.id = c.id AND r.fence = c.fence AND r.state IN ('claimed', 'running')
     RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, c.outcome, c.error
@@ -126,8 +127,10 @@ JOIN unnest(%(ids)s::bigint[], %(fences)s::bigint[], %(outcomes)s::text[])
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 released AS (
     UPDATE rota_runs r
-    SET state = 'pending', attempt = r.attempt - 1, lease_expires_at = NULL
-    FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS l(id, fence)
+    SET state = CASE WHEN r.cancel_requested THEN 'cancelled' ELSE 'pending' END,
+        finished_at = CASE WHEN r.cancel_requested THEN t.now END,
+        attempt = r.attempt - 1, lease_expires_at = NULL
+    FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS l(id, fence), t
     WHERE r.id = l.id AND r.fence = l.fence AND r.state IN ('claimed', 'running')
     RETURNING r.id, r.fence, r.attempt + 1 AS attempt, r.worker_id, r.started_at
 ),
@@ -146,7 +149,13 @@ SELECT run_id, pg_notify('rota_wakeup', '') FROM recorded;
 -- poison: after poison_after consecutive losses it is dead-lettered, not retried.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 expired AS (
-    SELECT id FROM rota_runs
+    -- What becomes of each: a run someone asked to cancel stays cancelled; poison and
+    -- spent runs are dead-lettered; the rest go back to pending.
+    SELECT id, CASE WHEN cancel_requested THEN 'cancel'
+                    WHEN lost_count + 1 >= %(poison_after)s THEN 'poison'
+                    WHEN attempt >= max_attempts THEN 'spent'
+                    ELSE 'retry' END AS verdict
+    FROM rota_runs
     WHERE state IN ('claimed', 'running') AND lease_expires_at < (SELECT now FROM t)
       AND (%(term)s::bigint IS NULL
            OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = %(term)s))
@@ -156,20 +165,19 @@ expired AS (
 ),
 reaped AS (
     UPDATE rota_runs r
-    SET state = CASE WHEN r.attempt >= r.max_attempts OR r.lost_count + 1 >= %(poison_after)s
-                     THEN 'dead_lettered' ELSE 'pending' END,
+    SET state = CASE e.verdict WHEN 'retry' THEN 'pending' WHEN 'cancel' THEN 'cancelled'
+                               ELSE 'dead_lettered' END,
         lost_count = r.lost_count + 1,
         lease_expires_at = NULL,
-        error = CASE
-            WHEN r.lost_count + 1 >= %(poison_after)s
-                THEN 'poison: lost its worker ' || (r.lost_count + 1) || ' times in a row'
-            WHEN r.attempt >= r.max_attempts
+        error = CASE e.verdict
+            WHEN 'cancel' THEN 'cancelled by request (its worker was lost before it stopped)'
+            WHEN 'poison' THEN 'poison: lost its worker ' || (r.lost_count + 1) || ' times in a row'
+            WHEN 'spent'
                 THEN 'lease expired on the last attempt (worker ' || COALESCE(r.worker_id, '?') || ')'
             ELSE r.error END,
-        finished_at = CASE WHEN r.attempt >= r.max_attempts OR r.lost_count + 1 >= %(poison_after)s
-                           THEN t.now END
-    FROM expired, t
-    WHERE r.id = expired.id
+        finished_at = CASE WHEN e.verdict = 'retry' THEN NULL ELSE t.now END
+    FROM expired e, t
+    WHERE r.id = e.id
     RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, r.state
 ),
 recorded AS (

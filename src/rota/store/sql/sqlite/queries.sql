@@ -34,8 +34,7 @@ SET state = 'claimed',
     fence = fence + 1,
     worker_id = :worker_id,
     started_at = :now,
-    lease_expires_at = :now + :lease_seconds,
-    cancel_requested = 0
+    lease_expires_at = :now + :lease_seconds
 WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('pending', 'retrying')
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
@@ -57,7 +56,8 @@ WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
 
 -- name: complete
 UPDATE rota_runs
-SET state = :state,
+-- A cancel request outranks a retry: the run is not tried again.
+SET state = CASE WHEN :state = 'retrying' AND cancel_requested THEN 'cancelled' ELSE :state END,
     result = :result,
     error = :error,
     lease_expires_at = NULL,
@@ -65,7 +65,7 @@ SET state = :state,
     sort_at = CASE WHEN :retry_delay IS NULL THEN sort_at
                    ELSE :now + :retry_delay - (run_at - sort_at) END,
     run_at = CASE WHEN :retry_delay IS NULL THEN run_at ELSE :now + :retry_delay END,
-    finished_at = CASE WHEN :state = 'retrying' THEN NULL ELSE :now END
+    finished_at = CASE WHEN :state = 'retrying' AND NOT cancel_requested THEN NULL ELSE :now END
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
 
 -- name: recorded_outcome
@@ -73,7 +73,9 @@ SELECT run_id FROM rota_attempts WHERE run_id = :id AND fence = :fence AND outco
 
 -- name: release
 UPDATE rota_runs
-SET state = 'pending', attempt = attempt - 1, lease_expires_at = NULL
+SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'pending' END,
+    finished_at = CASE WHEN cancel_requested THEN :now END,
+    attempt = attempt - 1, lease_expires_at = NULL
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
 
 -- name: leader_term_holds
@@ -86,19 +88,25 @@ ORDER BY lease_expires_at
 LIMIT :limit;
 
 -- name: reap
+-- A run someone asked to cancel stays cancelled; poison and spent runs are
+-- dead-lettered; the rest go back to pending.
 UPDATE rota_runs
-SET state = CASE WHEN attempt >= max_attempts OR lost_count + 1 >= :poison_after
-                 THEN 'dead_lettered' ELSE 'pending' END,
-    lost_count = lost_count + 1,
-    lease_expires_at = NULL,
+SET state = CASE WHEN cancel_requested THEN 'cancelled'
+                 WHEN attempt >= max_attempts OR lost_count + 1 >= :poison_after
+                     THEN 'dead_lettered'
+                 ELSE 'pending' END,
     error = CASE
+        WHEN cancel_requested THEN 'cancelled by request (its worker was lost before it stopped)'
         WHEN lost_count + 1 >= :poison_after
             THEN 'poison: lost its worker ' || (lost_count + 1) || ' times in a row'
         WHEN attempt >= max_attempts
             THEN 'lease expired on the last attempt (worker ' || COALESCE(worker_id, '?') || ')'
         ELSE error END,
-    finished_at = CASE WHEN attempt >= max_attempts OR lost_count + 1 >= :poison_after
-                       THEN :now END
+    finished_at = CASE
+        WHEN cancel_requested OR attempt >= max_attempts OR lost_count + 1 >= :poison_after
+            THEN :now END,
+    lost_count = lost_count + 1,
+    lease_expires_at = NULL
 WHERE id = :id AND state IN ('claimed', 'running')
 RETURNING id, fence, state;
 

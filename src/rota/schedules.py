@@ -1,0 +1,149 @@
+"""Use cases for jobs and their schedules, shared by the library, the CLI and the API."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+from typing import Any
+
+from rota.clock import Clock, require_aware
+from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fields
+from rota.domain.runs import check_positive_int, encode_json
+from rota.domain.triggers import CronTrigger, fire_times
+from rota.errors import InvalidArgument, JobNotFound
+from rota.handlers import Registry
+from rota.store.port import Store
+
+MAX_PREVIEW = 1000
+
+
+def job_spec(
+    registry: Registry,
+    name: str,
+    handler: str,
+    payload: Any = None,
+    *,
+    cron: str | None = None,
+    interval: float | timedelta | None = None,
+    at: datetime | None = None,
+    timezone: str = "UTC",
+    namespace: str = "default",
+    **options: Any,
+) -> JobSpec:
+    """Build a validated JobSpec; run options default from the handler's registration."""
+    spec = registry.require(handler)
+    kind = TriggerKind.MANUAL
+    if cron is not None:
+        kind = TriggerKind.CRON
+    elif interval is not None:
+        kind = TriggerKind.INTERVAL
+    elif at is not None:
+        kind = TriggerKind.ONCE
+    if isinstance(interval, timedelta):
+        interval = interval.total_seconds()
+    defaults = {
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "max_attempts": spec.max_attempts,
+        "timeout": spec.timeout,
+    }
+    renamed = {"catch_up_window": "catch_up_window_seconds", "jitter": "jitter_seconds"}
+    known = {f.name for f in dataclasses.fields(JobSpec)} | set(renamed)
+    for key in options:
+        if key not in known:
+            raise InvalidArgument("schedule option", key, f"one of {', '.join(sorted(known))}")
+    fields = {renamed.get(k, k): v for k, v in options.items() if v is not None}
+    return JobSpec(
+        name=name,
+        handler=spec.name,
+        payload_json=encode_json("payload", payload),
+        kind=kind,
+        cron=cron,
+        timezone=timezone,
+        interval_seconds=interval,
+        at=at,
+        namespace=namespace,
+        **{**defaults, **fields},
+    )
+
+
+async def save_job(store: Store, clock: Clock, spec: JobSpec) -> Job:
+    """Create or replace a job. Planning restarts from now when its trigger changed;
+    otherwise it carries on from where it was."""
+    now = await store.now(clock.db_now())
+    existing = await store.get_job(spec.namespace, spec.name)
+    if spec.kind is TriggerKind.INTERVAL and spec.anchor is None:
+        anchor = existing.spec.anchor if existing and existing.spec.anchor else now
+        spec = dataclasses.replace(spec, anchor=anchor)
+    if spec.kind is TriggerKind.ONCE and spec.at is not None and spec.at <= now:
+        raise InvalidArgument("at", spec.at, f"an instant after now ({now.isoformat()})")
+    if existing is not None and trigger_fields(existing.spec) == trigger_fields(spec):
+        cursor = existing.cursor
+    else:
+        cursor = now
+    trigger = spec.trigger(now)
+    next_fire_at = trigger.next_after(cursor) if trigger else None
+    return await store.save_job(spec, cursor, next_fire_at, now)
+
+
+async def update_job(store: Store, clock: Clock, namespace: str, name: str, **changes: Any) -> Job:
+    job = await get_job(store, namespace, name)
+    try:
+        spec = dataclasses.replace(job.spec, **changes)
+    except TypeError as exc:
+        raise InvalidArgument("job change", sorted(changes), f"JobSpec fields ({exc})") from None
+    return await save_job(store, clock, spec)
+
+
+async def get_job(store: Store, namespace: str, name: str) -> Job:
+    job = await store.get_job(namespace, name)
+    if job is None:
+        raise JobNotFound(namespace, name)
+    return job
+
+
+async def set_paused(store: Store, clock: Clock, namespace: str, name: str, paused: bool) -> Job:
+    job = await get_job(store, namespace, name)
+    now = await store.now(clock.db_now())
+    trigger = job.trigger
+    next_fire_at = trigger.next_after(now) if trigger else None
+    updated = await store.set_job_paused(namespace, name, paused, now, next_fire_at, now)
+    if updated is None:
+        raise JobNotFound(namespace, name)
+    return updated
+
+
+async def delete_job(store: Store, namespace: str, name: str) -> None:
+    if not await store.delete_job(namespace, name):
+        raise JobNotFound(namespace, name)
+
+
+async def trigger_job(
+    store: Store,
+    clock: Clock,
+    namespace: str,
+    name: str,
+    payload: Any = None,
+    idempotency_key: str | None = None,
+) -> int:
+    """Run a job now, whatever its schedule (optionally with another payload)."""
+    job = await get_job(store, namespace, name)
+    payload_json = encode_json("payload", payload) if payload is not None else None
+    [enqueued] = await store.enqueue(
+        [manual_run(job, payload_json, idempotency_key)], clock.db_now()
+    )
+    return enqueued.run_id
+
+
+def cron_preview(
+    expression: str, timezone: str = "UTC", count: int = 10, after: datetime | None = None
+) -> list[datetime]:
+    """The next ``count`` fire instants (UTC) of a cron expression in a time zone."""
+    check_positive_int("count", count)
+    if count > MAX_PREVIEW:
+        raise InvalidArgument("count", count, f"an integer 1-{MAX_PREVIEW}")
+    if after is None:
+        raise InvalidArgument("after", after, "an aware datetime")
+    after = require_aware(after, "after")
+    trigger = CronTrigger(expression, timezone)
+    return fire_times(trigger, after, datetime.max.replace(tzinfo=after.tzinfo), count)
