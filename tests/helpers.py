@@ -52,6 +52,7 @@ def start_worker(
     lease_seconds: float = 2.0,
     concurrency: int = 8,
     extra_env: dict[str, str] | None = None,
+    log_file: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """A real worker process running tests/apps/proc_app.py's handlers."""
     env = {
@@ -81,7 +82,10 @@ def start_worker(
         "--concurrency",
         str(concurrency),
     ]
-    return subprocess.Popen(command, env=env, cwd=REPO)
+    if log_file is None:
+        return subprocess.Popen(command, env=env, cwd=REPO)
+    with log_file.open("ab") as log:
+        return subprocess.Popen(command, env=env, cwd=REPO, stderr=log, stdout=log)
 
 
 def stop_all(processes: list[subprocess.Popen[bytes]]) -> None:

@@ -27,7 +27,7 @@ from rota.domain.runs import NewRun, Run
 from rota.errors import InvalidArgument, UnsupportedFeature
 from rota.handlers import HandlerFn, Registry, make_spec
 from rota.services import RunDetail, RunRequest
-from rota.store.port import Store
+from rota.store.port import LeaderInfo, Store
 from rota.worker import Worker, WorkerOptions
 
 T = TypeVar("T")
@@ -288,6 +288,14 @@ class App:
                 schedules.trigger_job, self.clock, namespace, name, payload, idempotency_key
             )
         )
+
+    def leader(self) -> LeaderInfo | None:
+        """Who leads the cluster now (holder, term, since when, until when)."""
+
+        async def go() -> LeaderInfo | None:
+            return await (await self.store()).leader()
+
+        return self._call(go)
 
     # -- working ------------------------------------------------------------
     def run_worker(

@@ -262,7 +262,6 @@ async def test_prune_cutoff_is_strict_and_limit_is_respected(store: Store) -> No
     assert await store.list_runs(RunFilter()) == []
 
 
-
 async def test_a_cancel_request_survives_a_lost_worker(store: Store) -> None:
     """The reaper does not hand a run someone asked to cancel to another worker."""
     run_id = await enqueue_one(store, T0)

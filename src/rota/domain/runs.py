@@ -168,6 +168,8 @@ class Run:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    job_id: int | None = None
+    slot_at: datetime | None = None
 
 
 @dataclass(frozen=True)

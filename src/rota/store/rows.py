@@ -39,6 +39,8 @@ def run_from_row(row: Mapping[str, Any]) -> Run:
         created_at=row["created_at"],
         started_at=row["started_at"],
         finished_at=row["finished_at"],
+        job_id=row["job_id"],
+        slot_at=row["slot_at"],
     )
 
 

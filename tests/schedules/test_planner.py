@@ -1,0 +1,170 @@
+"""The planner on both stores: one run per slot, misfire and overlap policies, pause."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from rota import schedules
+from rota.domain.runs import RunFilter
+from rota.domain.states import RunState
+from rota.store.port import ClaimRequest, Store
+from tests.contract.support import peers
+from tests.schedules.conftest import T0, make_job, planner, slot_runs
+
+
+async def test_each_slot_becomes_one_run(store: Store, clock, registry):
+    job = await make_job(store, clock, registry, "every-minute", cron="* * * * *")
+    assert job.next_fire_at == T0 + timedelta(minutes=1)
+    plan = planner(store)
+    for minute in range(1, 6):
+        clock.set(T0 + timedelta(minutes=minute))
+        await plan.tick(clock.now())
+        await plan.tick(clock.now())  # a second tick at the same instant adds nothing
+    assert await slot_runs(store, job.id) == [T0 + timedelta(minutes=m) for m in range(1, 6)]
+
+
+async def test_runs_are_created_a_horizon_ahead(store: Store, clock, registry):
+    job = await make_job(store, clock, registry, "soon", cron="*/10 * * * * *")  # every 10 s
+    await planner(store, horizon=25).tick(T0)
+    assert await slot_runs(store, job.id) == [T0 + timedelta(seconds=s) for s in (10, 20)]
+    runs = await store.list_runs(RunFilter(limit=10))
+    assert {r.run_at for r in runs} == {T0 + timedelta(seconds=s) for s in (10, 20)}
+
+
+async def test_three_planners_at_once_make_each_slot_one_run(store: Store, clock, registry):
+    jobs = [
+        await make_job(store, clock, registry, "seconds", cron="* * * * * *"),
+        await make_job(store, clock, registry, "every-7s", interval=7),
+        await make_job(store, clock, registry, "quarter", cron="*/15 * * * * *"),
+    ]
+    async with peers(store, 3) as stores:
+        planners = [planner(s, horizon=3) for s in stores]
+        for second in range(0, 120, 2):
+            now = T0 + timedelta(seconds=second)
+            await asyncio.gather(*(p.tick(now) for p in planners))
+    end = T0 + timedelta(seconds=118 + 3)
+    expected = {
+        jobs[0].id: [T0 + timedelta(seconds=s) for s in range(1, 122)],
+        jobs[1].id: [T0 + timedelta(seconds=s) for s in range(7, 122, 7)],
+        jobs[2].id: [T0 + timedelta(seconds=s) for s in range(15, 122, 15)],
+    }
+    for job in jobs:
+        made = await slot_runs(store, job.id)
+        assert made == [s for s in expected[job.id] if s <= end], job.spec.name
+
+
+@pytest.mark.parametrize(
+    ("misfire", "expected_catch_up"),
+    [("fire_now", 1), ("skip", 0), ("run_all", 59)],
+)
+async def test_misfire_after_a_one_hour_outage(
+    store: Store, clock, registry, misfire, expected_catch_up
+):
+    job = await make_job(
+        store,
+        clock,
+        registry,
+        "minutely",
+        cron="* * * * *",
+        misfire=misfire,
+        catch_up_window=3600,
+    )
+    plan = planner(store)
+    await plan.tick(T0)
+    outage_end = T0 + timedelta(hours=1)  # nothing ran for an hour
+    report = await plan.tick(outage_end)
+    made = await slot_runs(store, job.id)
+    catch_up = [s for s in made if s < outage_end]
+    assert len(catch_up) == expected_catch_up
+    assert made.count(outage_end) == 1, "the slot at the end of the outage runs normally"
+    if misfire == "fire_now":
+        assert catch_up == [outage_end - timedelta(minutes=1)], "the latest missed slot"
+    assert report.slots_skipped == 59 - expected_catch_up
+
+
+async def test_slots_older_than_the_catch_up_window_are_dropped(store: Store, clock, registry):
+    job = await make_job(
+        store,
+        clock,
+        registry,
+        "minutely",
+        cron="* * * * *",
+        misfire="run_all",
+        catch_up_window=600,
+    )
+    await planner(store).tick(T0 + timedelta(hours=1))
+    made = await slot_runs(store, job.id)
+    assert made[0] > T0 + timedelta(minutes=50)
+    assert len(made) == 10  # the 9 missed within 10 minutes, and the slot at now
+
+
+async def _claim_all(store: Store) -> None:
+    await store.claim(ClaimRequest("w", ("default",), 100, 60), T0 + timedelta(days=1))
+
+
+@pytest.mark.parametrize(("overlap", "expected"), [("allow", 3), ("skip", 1), ("buffer_one", 2)])
+async def test_overlap_policies(store: Store, clock, registry, overlap, expected):
+    job = await make_job(store, clock, registry, "slow", cron="* * * * *", overlap=overlap)
+    plan = planner(store)
+    await plan.tick(T0 + timedelta(minutes=1))
+    await _claim_all(store)  # the first run is now running...
+    await plan.tick(T0 + timedelta(minutes=2))  # ...when the next two slots come
+    await plan.tick(T0 + timedelta(minutes=3))
+    made = await slot_runs(store, job.id)
+    assert len(made) == expected
+
+
+async def test_pause_and_resume_skip_the_paused_slots(store: Store, clock, registry):
+    job = await make_job(store, clock, registry, "minutely", cron="* * * * *")
+    plan = planner(store)
+    await plan.tick(T0 + timedelta(minutes=1))
+    await schedules.set_paused(store, clock, "default", "minutely", True)
+    await plan.tick(T0 + timedelta(minutes=5))
+    clock.set(T0 + timedelta(minutes=10))
+    resumed = await schedules.set_paused(store, clock, "default", "minutely", False)
+    assert resumed.next_fire_at == T0 + timedelta(minutes=11)
+    await plan.tick(T0 + timedelta(minutes=11))
+    made = await slot_runs(store, job.id)
+    assert made == [T0 + timedelta(minutes=1), T0 + timedelta(minutes=11)]
+
+
+async def test_changing_the_trigger_restarts_planning_from_now(store: Store, clock, registry):
+    job = await make_job(store, clock, registry, "nightly", cron="0 2 * * *")
+    clock.advance(hours=1)
+    changed = await schedules.update_job(store, clock, "default", "nightly", cron="30 * * * *")
+    assert changed.id == job.id
+    assert changed.cursor == clock.now()
+    assert changed.next_fire_at == T0 + timedelta(hours=1, minutes=30)
+
+
+async def test_a_one_off_job_fires_once(store: Store, clock, registry):
+    job = await make_job(store, clock, registry, "once", at=T0 + timedelta(minutes=3))
+    plan = planner(store)
+    for minute in range(10):
+        await plan.tick(T0 + timedelta(minutes=minute))
+    assert await slot_runs(store, job.id) == [T0 + timedelta(minutes=3)]
+    assert (await store.get_job("default", "once")).next_fire_at is None
+
+
+async def test_jitter_is_the_same_on_every_planner(store: Store, clock, registry):
+    job = await make_job(store, clock, registry, "jittery", cron="* * * * *", jitter=30)
+    async with peers(store, 2) as (a, b):
+        await asyncio.gather(
+            planner(a).tick(T0 + timedelta(minutes=1)), planner(b).tick(T0 + timedelta(minutes=1))
+        )
+    runs = [r for r in await store.list_runs(RunFilter(limit=10)) if r.job_id == job.id]
+    assert len(runs) == 1
+    assert T0 + timedelta(minutes=1) <= runs[0].run_at < T0 + timedelta(minutes=1, seconds=30)
+    assert runs[0].state is RunState.PENDING
+
+
+async def test_a_manual_trigger_runs_now_with_its_own_payload(store: Store, clock, registry):
+    await make_job(store, clock, registry, "adhoc")
+    run_id = await schedules.trigger_job(store, clock, "default", "adhoc", {"x": 1}, "k1")
+    again = await schedules.trigger_job(store, clock, "default", "adhoc", {"x": 1}, "k1")
+    assert run_id == again
+    run = await store.get_run(run_id)
+    assert run.payload == {"x": 1}
