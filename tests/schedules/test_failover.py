@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import signal
 import time
 from collections import Counter
@@ -32,9 +33,7 @@ def _assert_every_second_once(app: rota.App, job_id: int) -> list:
     doubled = {s: n for s, n in slots.items() if n > 1}
     assert not doubled, f"slots planned twice: {doubled}"
     ordered = sorted(slots)
-    gaps = [
-        (a, b) for a, b in zip(ordered, ordered[1:], strict=False) if b - a != timedelta(seconds=1)
-    ]
+    gaps = [(a, b) for a, b in itertools.pairwise(ordered) if b - a != timedelta(seconds=1)]
     assert not gaps, f"slots missed between: {gaps}"
     return ordered
 
