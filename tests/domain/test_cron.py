@@ -440,6 +440,18 @@ def test_interval_like_entry_fires_in_both_passes_and_skips_the_gap() -> None:
     assert spring == [local(NEW_YORK, 2026, 3, 9, 2)]
 
 
+def test_every_hour_spelled_as_fixed_times_follows_the_wall_clock() -> None:
+    # Vixie's rule looks at the leading '*': '0-23' is 24 fixed times, so a transition
+    # day has 23 fires (02:00 collapses into 03:00) and 24 (01:00 fires once).
+    def fires_on(expression: str, day: int, month: int) -> int:
+        start = local(NEW_YORK, 2026, month, day) - timedelta(microseconds=1)
+        end = local(NEW_YORK, 2026, month, day + 1)
+        return sum(fire < end for fire in fires(expression, start, 30, "America/New_York"))
+
+    assert (fires_on("0 0-23 * * *", 8, 3), fires_on("0 0-23 * * *", 1, 11)) == (23, 24)
+    assert (fires_on("0 * * * *", 8, 3), fires_on("0 * * * *", 1, 11)) == (23, 25)
+
+
 def test_midnight_that_does_not_exist() -> None:
     # 6 September 2026: Santiago jumps from 24:00 to 01:00.
     santiago = ZoneInfo("America/Santiago")

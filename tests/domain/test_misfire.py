@@ -201,6 +201,18 @@ def test_fire_now_after_a_long_dense_outage_still_finds_the_latest_slot() -> Non
     assert result.slots == (now - timedelta(milliseconds=250), now)
 
 
+def test_huge_windows_mean_everything_not_an_overflow() -> None:
+    result = plan(
+        at(11, 0, 30),
+        at(10, 0),
+        MisfirePolicy.RUN_ALL,
+        horizon=timedelta(days=999_999_999),
+        window=timedelta(days=999_999_999),
+        trigger=OnceTrigger(at(10, 10)),
+    )
+    assert result == SlotPlan(slots=(at(10, 10),), next_cursor=at(10, 10), skipped=0)
+
+
 # --- validation ----------------------------------------------------------------------------
 
 

@@ -183,6 +183,20 @@ def test_fire_times_limit_must_be_positive(limit: object) -> None:
         fire_times(OnceTrigger(T0), T0, T0, limit=limit)  # type: ignore[arg-type]
 
 
+def test_fire_times_takes_the_calendar_edges_in_any_zone_as_no_bound() -> None:
+    tokyo, new_york = ZoneInfo("Asia/Tokyo"), NEW_YORK
+    no_end = datetime.max.replace(tzinfo=new_york)  # has no UTC equivalent
+    assert fire_times(CronTrigger("0 * * * *"), T0, no_end, limit=2) == [
+        T0 + timedelta(hours=1),
+        T0 + timedelta(hours=2),
+    ]
+    no_start = datetime.min.replace(tzinfo=tokyo)
+    for trigger in (CronTrigger("0 0 1 1 *"), IntervalTrigger(60, T0), OnceTrigger(T0)):
+        assert fire_times(trigger, no_start, T0, limit=1) == [
+            trigger.next_after(datetime(1, 1, 2, tzinfo=UTC))
+        ]
+
+
 def test_fire_times_refuses_naive_bounds() -> None:
     with pytest.raises(InvalidArgument, match="until"):
         fire_times(OnceTrigger(T0), T0, datetime(2026, 1, 2), limit=1)

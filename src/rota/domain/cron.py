@@ -24,7 +24,7 @@ import calendar
 import re
 from bisect import bisect_left
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -39,8 +39,9 @@ _LAST_SEARCHABLE_YEAR = 9998  # keeps `reading - offset` and probes inside datet
 _PROBE_STEP = timedelta(days=1)
 _ONE_SECOND = timedelta(seconds=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Searching from earlier gains nothing and would overflow datetime in western zones.
-_EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+# Searches start no earlier than this: a day's margin keeps local readings (offsets are
+# under 24 h) inside datetime's range.
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
 
 MONTH_NAMES = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 WEEKDAY_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
@@ -301,21 +302,27 @@ class DayRule:
         return by_month_day and by_weekday
 
 
-def _days_by_month_shape(rule: DayRule) -> dict[tuple[int, int], tuple[int, ...]]:
-    """Matching days for every (month length, weekday of the 1st).
+def _days_by_month_shape(rule: DayRule) -> tuple[tuple[int, ...], ...]:
+    """Matching days for every month shape (see :func:`_shape`).
 
-    Every day token depends only on those two facts, so 28 small tables replace
-    day-by-day evaluation, and they also decide whether the expression can ever fire.
+    Every day token depends only on a month's length and the weekday of its 1st, so 28
+    small tables replace day-by-day evaluation; they also decide whether the expression
+    can ever fire.
     """
-    return {
-        (length, first_weekday): tuple(
+    return tuple(
+        tuple(
             day
             for day in range(1, length + 1)
             if rule.matches(day, (first_weekday + day - 1) % 7, length)
         )
         for length in (28, 29, 30, 31)
         for first_weekday in range(7)
-    }
+    )
+
+
+def _shape(month_length: int, first_weekday: int) -> int:
+    """Index of a month shape: its length (28-31) and the cron weekday of its 1st."""
+    return (month_length - 28) * 7 + first_weekday
 
 
 def _possible_lengths(month: int) -> tuple[int, ...]:
@@ -335,12 +342,13 @@ class CronExpression:
     months: frozenset[int]
     days: DayRule
     wall_clock: bool
-    days_by_shape: Mapping[tuple[int, int], tuple[int, ...]]
+    # Derived from `days`, so left out of equality and repr.
+    days_by_shape: tuple[tuple[int, ...], ...] = field(compare=False, repr=False)
 
     def matching_days(self, year: int, month: int) -> tuple[int, ...]:
         first_weekday, length = calendar.monthrange(year, month)
         # calendar counts Monday as 0; cron counts Sunday as 0.
-        return self.days_by_shape[(length, (first_weekday + 1) % 7)]
+        return self.days_by_shape[_shape(length, (first_weekday + 1) % 7)]
 
     def next_reading(self, floor: datetime, *, inclusive: bool, before: date) -> datetime | None:
         """The first matching naive local time at/after ``floor`` and before ``before``."""
@@ -396,7 +404,7 @@ def parse_cron(text: str) -> CronExpression:
     if len(fields) not in (5, 6):
         raise InvalidCronExpression(text, "expression", text, _FIELD_COUNT_HELP)
     # Vixie's split: a leading '*' in any clock field makes the entry interval-like.
-    wall_clock = not any(field.startswith("*") for field in fields[:-3])
+    wall_clock = not any(clock.startswith("*") for clock in fields[:-3])
     if len(fields) == 5:
         fields.insert(0, "0")
     second, minute, hour, day_of_month, month, day_of_week = fields
@@ -414,7 +422,7 @@ def parse_cron(text: str) -> CronExpression:
         text, seconds, minutes, hours, months, days, wall_clock, _days_by_month_shape(days)
     )
     if not any(
-        expression.days_by_shape[(length, first_weekday)]
+        expression.days_by_shape[_shape(length, first_weekday)]
         for month_number in months
         for length in _possible_lengths(month_number)
         for first_weekday in range(7)

@@ -9,7 +9,7 @@ import hashlib
 import math
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from rota.clock import require_aware
@@ -88,11 +88,12 @@ def plan_due_slots(
         raise InvalidArgument("run_all_cap", run_all_cap, "an int >= 1")
 
     last_missed = now - _TICK
-    too_old_until = min(now - catch_up_window, last_missed)
+    too_old_until = min(_shifted(now, -catch_up_window), last_missed)
     too_old, last_too_old = _count_slots(trigger, cursor, too_old_until)
     missed_after = max(cursor, too_old_until)
     missed, missed_count = _missed_slots(trigger, missed_after, last_missed, policy, run_all_cap)
-    upcoming = _collect(trigger, max(cursor, last_missed), now + horizon, MAX_PLANNED_SLOTS)
+    plan_until = _shifted(now, horizon)
+    upcoming = _collect(trigger, max(cursor, last_missed), plan_until, MAX_PLANNED_SLOTS)
 
     catch_up = () if policy is MisfirePolicy.SKIP else missed
     considered = (*missed, *upcoming) or ((last_too_old,) if last_too_old else ())
@@ -165,6 +166,16 @@ def _collect(
         found.append(instant)
         instant = trigger.next_after(instant)
     return tuple(found)
+
+
+def _shifted(instant: datetime, delta: timedelta) -> datetime:
+    """``instant + delta``, clamped to datetime's range: a window of a million days
+    means "everything", not an OverflowError."""
+    try:
+        return instant + delta
+    except OverflowError:
+        edge = datetime.max if delta > timedelta(0) else datetime.min
+        return edge.replace(tzinfo=UTC)
 
 
 def _non_negative(name: str, value: timedelta) -> None:

@@ -69,6 +69,11 @@ class NewRun:
     replay_of: int | None = None
     job_id: int | None = None  # the job (schedule) this run was made for
     slot_at: datetime | None = None  # the schedule slot it fills
+    tags: tuple[str, ...] = ()  # only a worker with every one of these may claim it
+    concurrency_key: str | None = None  # runs sharing a key share concurrency_limit
+    concurrency_limit: int | None = None
+    deadline: datetime | None = None  # start by then, or be cancelled (deadline_exceeded)
+    correlation_id: str | None = None  # the request that created it (X-Correlation-ID)
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,11 @@ class Run:
     finished_at: datetime | None
     job_id: int | None = None
     slot_at: datetime | None = None
+    tags: tuple[str, ...] = ()
+    concurrency_key: str | None = None
+    concurrency_limit: int | None = None
+    deadline: datetime | None = None
+    correlation_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import MAXYEAR, UTC, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -45,7 +45,7 @@ class CronTrigger:
         return self._cron.wall_clock
 
     def next_after(self, after: datetime) -> datetime | None:
-        return next_fire(self._cron, self._zone, require_aware(after, "after"))
+        return next_fire(self._cron, self._zone, _utc(after, "after"))
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class IntervalTrigger:
         return every if isinstance(every, timedelta) else timedelta(seconds=every)
 
     def next_after(self, after: datetime) -> datetime | None:
-        after = require_aware(after, "after")
+        after = _utc(after, "after")
         if after < self.anchor:
             return self.anchor
         elapsed_slots = (after - self.anchor) // self.interval
@@ -108,13 +108,13 @@ class OnceTrigger:
         object.__setattr__(self, "at", require_aware(self.at, "at"))
 
     def next_after(self, after: datetime) -> datetime | None:
-        return self.at if self.at > require_aware(after, "after") else None
+        return self.at if self.at > _utc(after, "after") else None
 
 
 def fire_times(trigger: Trigger, after: datetime, until: datetime, limit: int) -> list[datetime]:
     """Fire instants in (after, until], ascending, at most ``limit`` of them."""
-    after = require_aware(after, "after")
-    until = require_aware(until, "until")
+    after = _utc(after, "after")
+    until = _utc(until, "until")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidArgument("limit", limit, "an int >= 1")
     times: list[datetime] = []
@@ -123,6 +123,16 @@ def fire_times(trigger: Trigger, after: datetime, until: datetime, limit: int) -
         times.append(instant)
         instant = trigger.next_after(instant)
     return times
+
+
+def _utc(value: datetime, name: str) -> datetime:
+    """``value`` in UTC (naive refused). ``datetime.max`` or ``min`` written in a zone has
+    no UTC equivalent; it still means "no bound", so it is clamped, not an OverflowError."""
+    try:
+        return require_aware(value, name)
+    except OverflowError:
+        edge = datetime.max if value.year == MAXYEAR else datetime.min
+        return edge.replace(tzinfo=UTC)
 
 
 def describe(trigger: Trigger) -> str:

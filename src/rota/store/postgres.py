@@ -77,7 +77,19 @@ def _columns(runs: Sequence[NewRun]) -> dict[str, list[Any]]:
         "replay_ofs": [r.replay_of for r in runs],
         "job_ids": [r.job_id for r in runs],
         "slot_ats": [r.slot_at for r in runs],
+        # unnest cannot take an array of arrays of different lengths: each run's tags
+        # travel as one array literal, cast back to text[] in SQL.
+        "tag_lists": [_array_literal(r.tags) for r in runs],
+        "concurrency_keys": [r.concurrency_key for r in runs],
+        "concurrency_limits": [r.concurrency_limit for r in runs],
+        "deadlines": [r.deadline for r in runs],
+        "correlation_ids": [r.correlation_id for r in runs],
     }
+
+
+def _array_literal(values: Sequence[str]) -> str:
+    """A PostgreSQL array literal; names are checked (no quotes or commas) upstream."""
+    return "{" + ",".join(f'"{v}"' for v in sorted(values)) + "}"
 
 
 def _lease_arrays(leases: Sequence[Lease | Outcome]) -> dict[str, list[int]]:
@@ -311,6 +323,11 @@ class PostgresStore:
                             run.replay_of,
                             run.job_id,
                             run.slot_at,
+                            sorted(run.tags),
+                            run.concurrency_key,
+                            run.concurrency_limit,
+                            run.deadline,
+                            run.correlation_id,
                             db_now,
                         )
                     )

@@ -59,6 +59,8 @@ _INSTANT_COLUMNS = (
     "updated_at",
     "acquired_at",
     "expires_at",
+    "deadline",
+    "heartbeat_at",
 )
 
 
@@ -76,7 +78,7 @@ def _decoded(row: sqlite3.Row) -> dict[str, Any]:
     for key in _INSTANT_COLUMNS:
         if key in out:
             out[key] = _dt(out[key])
-    for key in ("payload", "result"):
+    for key in ("payload", "result", "tags", "queues"):
         if key in out and out[key] is not None:
             out[key] = json.loads(out[key])
     return out
@@ -223,6 +225,11 @@ class SqliteStore:
                 "replay_of": run.replay_of,
                 "job_id": run.job_id,
                 "slot_at": _ts(run.slot_at),
+                "tags": json.dumps(sorted(run.tags)),
+                "concurrency_key": run.concurrency_key,
+                "concurrency_limit": run.concurrency_limit,
+                "deadline": _ts(run.deadline),
+                "correlation_id": run.correlation_id,
                 "now": at,
             }
             row = conn.execute(Q["insert_run"], params).fetchone()

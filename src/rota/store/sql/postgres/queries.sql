@@ -8,19 +8,24 @@ SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 -- Rows come as parallel arrays; ON CONFLICT keeps an idempotency key to one run.
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
-                       slot_at, created_at)
+                       slot_at, tags, concurrency_key, concurrency_limit, deadline,
+                       correlation_id, created_at)
 SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
        COALESCE(r.run_at, t.now),
        COALESCE(r.run_at, t.now) - make_interval(secs => r.priority * %(aging_seconds)s),
        r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, r.job_id, r.slot_at,
-       t.now
+       COALESCE(r.tags::text[], '{}'), r.concurrency_key, r.concurrency_limit, r.deadline,
+       r.correlation_id, t.now
 FROM unnest(%(namespaces)s::text[], %(handlers)s::text[], %(queues)s::text[],
             %(payloads)s::text[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
             %(max_attempts)s::integer[], %(timeouts)s::double precision[],
             %(idempotency_keys)s::text[], %(replay_ofs)s::bigint[], %(job_ids)s::bigint[],
-            %(slot_ats)s::timestamptz[])
+            %(slot_ats)s::timestamptz[], %(tag_lists)s::text[], %(concurrency_keys)s::text[],
+            %(concurrency_limits)s::integer[], %(deadlines)s::timestamptz[],
+            %(correlation_ids)s::text[])
      AS r(namespace, handler, queue, payload, priority, run_at, max_attempts,
-          timeout_seconds, idempotency_key, replay_of, job_id, slot_at),
+          timeout_seconds, idempotency_key, replay_of, job_id, slot_at, tags, concurrency_key,
+          concurrency_limit, deadline, correlation_id),
      (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
@@ -36,7 +41,8 @@ FROM generate_series(1, %(count)s);
 
 -- name: copy_runs
 COPY rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_at,
-                max_attempts, timeout_seconds, replay_of, job_id, slot_at, created_at)
+                max_attempts, timeout_seconds, replay_of, job_id, slot_at, tags,
+                concurrency_key, concurrency_limit, deadline, correlation_id, created_at)
 FROM STDIN;
 
 -- name: claim

@@ -8,10 +8,12 @@ SELECT (julianday('now') - 2440587.5) * 86400.0;
 -- name: insert_run
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
-                       slot_at, created_at)
+                       slot_at, tags, concurrency_key, concurrency_limit, deadline,
+                       correlation_id, created_at)
 VALUES (:namespace, :handler, :queue, :payload, :priority, :run_at,
         :run_at - :priority * :aging_seconds,
-        :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :job_id, :slot_at, :now)
+        :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :job_id, :slot_at,
+        :tags, :concurrency_key, :concurrency_limit, :deadline, :correlation_id, :now)
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
 RETURNING id;
