@@ -10,6 +10,7 @@ app.run_worker(concurrency=8)
 """
 
 from rota import domain
+from rota._version import __version__
 from rota.app import App
 from rota.clock import Clock, FakeClock, SystemClock
 from rota.config import Settings
@@ -28,8 +29,6 @@ from rota.errors import (
     UnknownHandler,
 )
 from rota.services import RunRequest
-
-__version__ = "0.1.0"
 
 __all__ = [
     "App",

@@ -22,8 +22,10 @@ from rota.bootstrap import open_store
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
 from rota.domain.jobs import Job
+from rota.domain.limits import Limit
 from rota.domain.retry import RetryPolicy
 from rota.domain.runs import NewRun, Run
+from rota.domain.workers import WorkerInfo
 from rota.errors import InvalidArgument, UnsupportedFeature
 from rota.handlers import HandlerFn, Registry, make_spec
 from rota.services import RunDetail, RunRequest
@@ -88,8 +90,16 @@ class App:
         retry: RetryPolicy | None = None,
         priority: int = 5,
         retry_timeouts: bool = True,
+        tags: tuple[str, ...] | list[str] = (),
+        concurrency_limit: int | None = None,
+        singleton: bool = False,
+        key_limit: int = 1,
     ) -> Callable[[HandlerFn], HandlerFn]:
-        """Register ``fn(ctx, payload)`` (async or plain) under ``name``."""
+        """Register ``fn(ctx, payload)`` (async or plain) under ``name``.
+
+        ``tags``: only workers with all of them run it. ``concurrency_limit``: at most
+        this many of its runs run at once, cluster-wide (``singleton=True``: one).
+        ``key_limit``: the default cap for runs enqueued with a ``concurrency_key``."""
 
         def register(fn: HandlerFn) -> HandlerFn:
             spec = make_spec(
@@ -101,6 +111,10 @@ class App:
                 retry=retry,
                 priority=priority,
                 retry_timeouts=retry_timeouts,
+                tags=tuple(tags),
+                concurrency_limit=concurrency_limit,
+                singleton=singleton,
+                key_limit=key_limit,
             )
             self.registry.register(spec)
             return fn
@@ -141,17 +155,33 @@ class App:
         queue: str | None = None,
         max_attempts: int | None = None,
         timeout: float | None = None,
+        tags: tuple[str, ...] | list[str] | None = None,
+        concurrency_key: str | None = None,
+        key_limit: int | None = None,
+        deadline: datetime | None = None,
         connection: Any = None,
     ) -> int:
         """Create a run; returns its id. A repeated idempotency key returns the id of the
-        run it created first. ``connection`` (PostgreSQL): a psycopg connection whose
-        open transaction the run is created in, so it exists only if that commits."""
-        run = services.new_run(
-            self.registry,
-            RunRequest(
-                handler, payload, run_at, priority, idempotency_key, queue, max_attempts, timeout
-            ),
+        run it created first. ``tags`` add to the handler's; runs sharing a
+        ``concurrency_key`` run at most ``key_limit`` at once (default: the handler's,
+        1); ``deadline``: if not started by then, the run is cancelled and never runs.
+        ``connection`` (PostgreSQL): a psycopg connection whose open transaction the run
+        is created in, so it exists only if that commits."""
+        request = RunRequest(
+            handler,
+            payload,
+            run_at,
+            priority,
+            idempotency_key,
+            queue,
+            max_attempts,
+            timeout,
+            tags,
+            concurrency_key,
+            key_limit,
+            deadline,
         )
+        run = services.new_run(self.registry, request, self.clock.now())
         if connection is not None:
             return self._enqueue_on_connection(connection, run)
         return self._call(lambda: self._enqueue_async([run]))[0]
@@ -159,7 +189,9 @@ class App:
     async def enqueue_async(self, handler: str, payload: Any = None, **options: Any) -> int:
         """The same as :meth:`enqueue`, from async code (``connection`` may be async)."""
         connection = options.pop("connection", None)
-        run = services.new_run(self.registry, RunRequest(handler, payload, **options))
+        run = services.new_run(
+            self.registry, RunRequest(handler, payload, **options), self.clock.now()
+        )
         if connection is not None:
             store = await self.store()
             enqueue_on = getattr(store, "enqueue_on", None)
@@ -172,11 +204,17 @@ class App:
     def enqueue_many(self, jobs: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
         """Create many runs in one round trip (COPY on PostgreSQL). All are validated
         before any is written."""
-        runs = [services.new_run(self.registry, RunRequest.coerce(job)) for job in jobs]
+        runs = [
+            services.new_run(self.registry, RunRequest.coerce(job), self.clock.now())
+            for job in jobs
+        ]
         return self._call(lambda: self._enqueue_async(runs))
 
     async def enqueue_many_async(self, jobs: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
-        runs = [services.new_run(self.registry, RunRequest.coerce(job)) for job in jobs]
+        runs = [
+            services.new_run(self.registry, RunRequest.coerce(job), self.clock.now())
+            for job in jobs
+        ]
         return await self._enqueue_async(runs)
 
     async def _enqueue_async(self, runs: list[NewRun]) -> list[int]:
@@ -289,6 +327,31 @@ class App:
             )
         )
 
+    # -- limits and workers -------------------------------------------------
+    def set_limit(self, scope: str, name: str, max_running: int) -> Limit:
+        """A cluster-wide cap on running runs: scope ``"global"`` (name ``"*"``),
+        ``"queue"`` or ``"handler"``."""
+        return self._call(lambda: self._with_store(services.set_limit, scope, name, max_running))
+
+    def clear_limit(self, scope: str, name: str) -> None:
+        self._call(lambda: self._with_store(services.clear_limit, scope, name))
+
+    def list_limits(self) -> list[Limit]:
+        async def go() -> list[Limit]:
+            return await (await self.store()).list_limits()
+
+        return self._call(go)
+
+    def list_workers(self) -> list[WorkerInfo]:
+        return self._call(lambda: self._with_store(services.list_workers))
+
+    def drain_worker(self, node_id: str) -> None:
+        """The worker stops claiming and finishes what it holds."""
+        self._call(lambda: self._with_store(services.drain_worker, self.clock, node_id))
+
+    def resume_worker(self, node_id: str) -> None:
+        self._call(lambda: self._with_store(services.resume_worker, self.clock, node_id))
+
     def leader(self) -> LeaderInfo | None:
         """Who leads the cluster now (holder, term, since when, until when)."""
 
@@ -303,9 +366,10 @@ class App:
         concurrency: int = 8,
         node_id: str | None = None,
         queues: Iterable[str] | None = None,
+        tags: Iterable[str] = (),
     ) -> None:
         """Work until SIGTERM or SIGINT, then shut down gracefully. Blocking."""
-        options = self.worker_options(concurrency, node_id, queues)
+        options = self.worker_options(concurrency, node_id, queues, tags)
 
         async def main() -> None:
             stop = asyncio.Event()
@@ -320,11 +384,20 @@ class App:
         asyncio.run(main())
 
     def worker_options(
-        self, concurrency: int = 8, node_id: str | None = None, queues: Iterable[str] | None = None
+        self,
+        concurrency: int = 8,
+        node_id: str | None = None,
+        queues: Iterable[str] | None = None,
+        tags: Iterable[str] = (),
     ) -> WorkerOptions:
-        if queues is not None and isinstance(queues, str):
-            raise InvalidArgument("queues", queues, "a list of queue names")
-        kwargs: dict[str, Any] = {"concurrency": concurrency, "queues": tuple(queues or ())}
+        for name, value in (("queues", queues), ("tags", tags)):
+            if isinstance(value, str):
+                raise InvalidArgument(name, value, f"a list of {name[:-1]} names")
+        kwargs: dict[str, Any] = {
+            "concurrency": concurrency,
+            "queues": tuple(queues or ()),
+            "tags": tuple(tags),
+        }
         if node_id is not None:
             kwargs["node_id"] = node_id
         return WorkerOptions(**kwargs)

@@ -36,6 +36,10 @@ class Settings:
     # Consecutive lost leases before a run counts as poison and is dead-lettered.
     poison_after: int = 3
     reap_interval_seconds: float = 5.0
+    # Workers report to the registry this often; one silent for worker_dead_seconds is
+    # declared dead and its runs are taken back at once, without waiting for their leases.
+    worker_heartbeat_seconds: float = 2.0
+    worker_dead_seconds: float = 10.0
     # The leader's lease: a dead leader is replaced within this long.
     leader_lease_seconds: float = 10.0
     # The planner looks for due schedule slots this often, and creates their runs this
@@ -60,6 +64,8 @@ class Settings:
             "aging_seconds",
             "reap_interval_seconds",
             "leader_lease_seconds",
+            "worker_heartbeat_seconds",
+            "worker_dead_seconds",
             "planner_interval_seconds",
             "planner_horizon_seconds",
             "retention_seconds",

@@ -43,6 +43,12 @@ class JobNotFound(RotaError, LookupError):
         super().__init__(f"job {name!r} does not exist in namespace {namespace!r}")
 
 
+class WorkerNotFound(RotaError, LookupError):
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        super().__init__(f"worker {node_id!r} is not registered (or is dead)")
+
+
 class InvalidTransition(RotaError):
     """The run is not in a state that allows what was asked (e.g. replaying a live run)."""
 
@@ -98,3 +104,32 @@ class PermanentFailure(RotaError):
 
 class StoreError(RotaError):
     """The database refused an operation for a reason other than being unreachable."""
+
+
+class JobExists(RotaError):
+    """Creating a job whose (namespace, name) is taken; update it instead."""
+
+    def __init__(self, namespace: str, name: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        super().__init__(f"job {name!r} already exists in namespace {namespace!r}")
+
+
+class InvalidPayload(InvalidArgument):
+    """A payload does not fit the type its handler declares. ``errors`` holds one
+    ``(field, message)`` per problem, the field as a dotted path from ``payload``."""
+
+    def __init__(self, handler: str, errors: list[tuple[str, str]]) -> None:
+        self.handler = handler
+        self.errors = errors
+        listing = "; ".join(f"{field}: {message}" for field, message in errors)
+        self.name = "payload"
+        self.value = None
+        self.allowed = f"a payload that fits handler {handler!r}"
+        Exception.__init__(self, f"invalid payload for handler {handler!r}: {listing}")
+
+
+class ApiKeyNotFound(RotaError, LookupError):
+    def __init__(self, key_id: str) -> None:
+        self.key_id = key_id
+        super().__init__(f"API key {key_id!r} does not exist")

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rota.domain.retry import DEFAULT_POLICY, RetryPolicy
-from rota.domain.runs import check_name, check_positive_int, check_priority, check_timeout
+from rota.domain.runs import (
+    check_name,
+    check_positive_int,
+    check_priority,
+    check_tags,
+    check_timeout,
+)
 from rota.errors import InvalidArgument, UnknownHandler
 
 HandlerFn = Callable[..., Any]
@@ -30,6 +36,9 @@ class HandlerSpec:
     # A timeout is usually transient (a slow dependency), so it is retried like any
     # failure; handlers for which a timeout means "give up" set this to False.
     retry_timeouts: bool = True
+    tags: tuple[str, ...] = ()  # runs of this handler need workers with these tags
+    concurrency_limit: int | None = None  # cluster-wide cap on its running runs
+    key_limit: int = 1  # default cap per concurrency_key for its runs
 
 
 class Registry:
@@ -53,6 +62,9 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._specs)
 
+    def specs(self) -> list[HandlerSpec]:
+        return [self._specs[name] for name in sorted(self._specs)]
+
     def queues(self) -> tuple[str, ...]:
         return tuple(sorted({spec.queue for spec in self._specs.values()})) or ("default",)
 
@@ -67,6 +79,10 @@ def make_spec(
     retry: RetryPolicy | None,
     priority: int,
     retry_timeouts: bool,
+    tags: tuple[str, ...] = (),
+    concurrency_limit: int | None = None,
+    singleton: bool = False,
+    key_limit: int = 1,
 ) -> HandlerSpec:
     check_name("handler name", name)
     check_name("queue", queue)
@@ -74,6 +90,16 @@ def make_spec(
     if not callable(fn):
         raise InvalidArgument("handler", fn, "a function taking (ctx, payload)")
     _check_signature(name, fn)
+    tags = check_tags(tags)
+    if concurrency_limit is not None:
+        check_positive_int("concurrency_limit", concurrency_limit)
+    if singleton:
+        if concurrency_limit not in (None, 1):
+            raise InvalidArgument(
+                "concurrency_limit", concurrency_limit, "1 or unset for a singleton handler"
+            )
+        concurrency_limit = 1
+    check_positive_int("key_limit", key_limit)
     if retry is not None and not callable(getattr(retry, "delay", None)):
         raise InvalidArgument("retry", retry, "a policy from rota.retry (Fixed, Exponential, ...)")
     return HandlerSpec(
@@ -86,6 +112,9 @@ def make_spec(
         retry=retry or DEFAULT_POLICY,
         priority=check_priority(priority),
         retry_timeouts=retry_timeouts,
+        tags=tags,
+        concurrency_limit=concurrency_limit,
+        key_limit=key_limit,
     )
 
 

@@ -1,5 +1,6 @@
-"""The leader's duties: plan schedule slots into runs, return runs whose lease expired,
-prune old finished runs.
+"""The leader's duties: plan schedule slots into runs, declare silent workers dead,
+return runs whose lease expired, cancel runs past their start-by deadline, report runs
+no worker can take, prune old finished runs and dead workers.
 
 Every write names the leader's term, so a leader that was deposed while it worked
 changes nothing. Each duty is also safe to run on several nodes at once (the planner by
@@ -48,9 +49,35 @@ class Housekeeper:
             )
         return reaped
 
+    async def bury_dead_workers(self, term: int | None = None) -> list[str]:
+        """Workers whose heartbeats stopped: dead, and their leases end now, so the
+        reap that follows takes their runs back without waiting out each lease."""
+        dead = await self.store.mark_dead_workers(
+            self.settings.worker_dead_seconds, self.clock.db_now(), term
+        )
+        for node_id in dead:
+            log.warning("worker stopped heartbeating; declared dead", node_id=node_id)
+        return dead
+
+    async def expire_deadlines(self, term: int | None = None) -> list[int]:
+        expired = await self.store.expire_deadlines(self.clock.db_now(), term)
+        if expired:
+            log.warning("runs not started by their deadline were cancelled", run_ids=expired)
+        return expired
+
+    async def report_unclaimable(self) -> None:
+        for run in await self.store.unclaimable_runs(self.clock.db_now(), 20):
+            log.warning(
+                "no live worker has the tags this run needs",
+                run_id=run.run_id,
+                queue=run.queue,
+                tags=list(run.tags),
+            )
+
     async def prune_once(self, term: int | None = None) -> int:
         now = await self.store.now(self.clock.db_now())
         cutoff = now - timedelta(seconds=self.settings.retention_seconds)
+        await self.store.prune_workers(cutoff)
         return await self.store.prune_finished(cutoff, PRUNE_BATCH, term)
 
     async def run(self, term: int | None = None) -> None:
@@ -62,9 +89,12 @@ class Housekeeper:
                 await self.plan_once(term)
                 if since_reap >= self.settings.reap_interval_seconds:
                     since_reap = 0.0
+                    await self.bury_dead_workers(term)
                     await self.reap_once(term)
+                    await self.expire_deadlines(term)
                 if since_prune >= PRUNE_EVERY_SECONDS:
                     since_prune = 0.0
+                    await self.report_unclaimable()
                     pruned = await self.prune_once(term)
                     if pruned:
                         log.info("pruned finished runs", count=pruned)

@@ -18,11 +18,14 @@ from typing import Any
 
 import structlog
 
+from rota._version import __version__
 from rota.clock import Clock
 from rota.config import Settings
 from rota.context import RunContext, RunLogger
+from rota.domain.limits import Limit, LimitScope
 from rota.domain.runs import ClaimedRun, Lease, check_name, check_positive_int
 from rota.domain.states import RunState
+from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.execution import execute
 from rota.handlers import Registry
@@ -44,6 +47,7 @@ class WorkerOptions:
     node_id: str = field(default_factory=default_node_id)
     concurrency: int = 8
     queues: tuple[str, ...] = ()  # empty: the queues of the registered handlers
+    tags: tuple[str, ...] = ()  # capabilities: runs needing a subset of these may be claimed
     # Stand for leader; the leader plans schedules, reaps expired leases and prunes.
     leader: bool = True
 
@@ -54,6 +58,10 @@ class WorkerOptions:
             raise InvalidArgument("queues", self.queues, "a list of queue names")
         for queue in self.queues:
             check_name("queue", queue)
+        if isinstance(self.tags, str):
+            raise InvalidArgument("tags", self.tags, "a list of tag names")
+        for tag in self.tags:
+            check_name("tag", tag)
 
 
 @dataclass
@@ -96,6 +104,9 @@ class Worker:
         self._writer = OutcomeWriter(store, clock.db_now)
         self._log = log.bind(node_id=options.node_id)
         self.elector: LeaderElector | None = None
+        # Claiming is allowed while set; cleared while the registry says "draining".
+        self._may_claim = asyncio.Event()
+        self._may_claim.set()
         self.claimed_total = 0
 
     # -- the loop -----------------------------------------------------------
@@ -104,7 +115,12 @@ class Worker:
             "worker started", queues=list(self.queues), concurrency=self.options.concurrency
         )
         self._writer.start()
-        background = [asyncio.create_task(self._heartbeat_loop(), name="rota-heartbeat")]
+        await self._publish_handler_limits()
+        await self._register()
+        background = [
+            asyncio.create_task(self._heartbeat_loop(), name="rota-heartbeat"),
+            asyncio.create_task(self._registry_loop(), name="rota-registry"),
+        ]
         if self.options.leader:
             keeper = Housekeeper(self.store, self.settings, self.clock)
             self.elector = LeaderElector(
@@ -121,11 +137,16 @@ class Worker:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             self._threads.shutdown(wait=False, cancel_futures=True)
+            with contextlib.suppress(StoreError):
+                await self.store.deregister_worker(self.options.node_id)
             self._log.info("worker stopped", claimed=self.claimed_total)
 
     async def _claim_loop(self, stopping: asyncio.Task[Any]) -> None:
         backoff = 0.05
         while not stopping.done():
+            if not self._may_claim.is_set():  # draining: finish what we hold, take nothing
+                await self._first(stopping, self._may_claim.wait())
+                continue
             free = self.options.concurrency - self._busy
             if free <= 0:
                 await self._first(stopping, self._wait_slot())
@@ -137,6 +158,7 @@ class Worker:
                         queues=self.queues,
                         limit=min(free, MAX_CLAIM_BATCH),
                         lease_seconds=self.settings.lease_seconds,
+                        tags=self.options.tags,
                     ),
                     self.clock.db_now(),
                 )
@@ -292,6 +314,51 @@ class Worker:
             elif run_id in result.cancel_requested and not h.cancel_requested.is_set():
                 self._log.info("cancel requested", run_id=run_id)
                 h.cancel_requested.set()
+
+    # -- the registry ---------------------------------------------------------
+    async def _publish_handler_limits(self) -> None:
+        """Handler caps are declared in code; every worker writes them to the store,
+        where every claimer reads them (a cap is only as good as its cluster-wide view)."""
+        for spec in self.registry.specs():
+            if spec.concurrency_limit is not None:
+                limit = Limit(LimitScope.HANDLER, spec.name, spec.concurrency_limit)
+                await self.store.set_limit(limit)
+
+    async def _register(self) -> None:
+        info = WorkerInfo(
+            node_id=self.options.node_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            version=__version__,
+            queues=self.queues,
+            tags=self.options.tags,
+            concurrency=self.options.concurrency,
+        )
+        try:
+            await self.store.register_worker(info, self.clock.db_now())
+        except StoreError as exc:
+            self._log.warning("could not register; will retry", error=str(exc))
+
+    async def _registry_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.worker_heartbeat_seconds)
+            await self.registry_heartbeat()
+
+    async def registry_heartbeat(self) -> None:
+        """Tell the registry we are alive, and learn whether to drain."""
+        try:
+            state = await self.store.worker_heartbeat(self.options.node_id, self.clock.db_now())
+        except StoreError as exc:
+            self._log.warning("registry heartbeat failed; will retry", error=str(exc))
+            return
+        if state is None:  # pruned while we were away: register again
+            await self._register()
+        elif state is WorkerState.DRAINING and self._may_claim.is_set():
+            self._log.info("draining: finishing held runs, claiming no more")
+            self._may_claim.clear()
+        elif state is WorkerState.ACTIVE and not self._may_claim.is_set():
+            self._log.info("active again: claiming")
+            self._may_claim.set()
 
     # -- shutdown -----------------------------------------------------------
     async def _shut_down(self) -> None:

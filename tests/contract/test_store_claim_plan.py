@@ -41,6 +41,8 @@ async def test_claim_uses_the_claimable_index(pg_clean: str) -> None:
                 "limit": 10,
                 "worker_id": "worker-1",
                 "lease_seconds": 30.0,
+                "tags": [],
+                "limited_handlers": [],
                 "now": now,
             }
             cur = await conn.execute("EXPLAIN " + claim, params)

@@ -198,7 +198,12 @@ def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
     )
 
 
-def manual_run(job: Job, payload_json: str | None, idempotency_key: str | None) -> NewRun:
+def manual_run(
+    job: Job,
+    payload_json: str | None,
+    idempotency_key: str | None,
+    correlation_id: str | None = None,
+) -> NewRun:
     spec = job.spec
     return NewRun(
         handler=spec.handler,
@@ -210,4 +215,5 @@ def manual_run(job: Job, payload_json: str | None, idempotency_key: str | None) 
         idempotency_key=idempotency_key,
         namespace=spec.namespace,
         job_id=job.id,
+        correlation_id=correlation_id,
     )

@@ -37,6 +37,14 @@ def check_positive_int(name: str, value: object) -> int:
     return value
 
 
+def check_tags(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple | set | frozenset):
+        raise InvalidArgument("tags", value, f"a list of tag names ({NAME_RULE})")
+    for tag in value:
+        check_name("tag", tag)
+    return tuple(sorted(set(value)))
+
+
 def check_timeout(value: object) -> float | None:
     if value is None:
         return None
@@ -97,6 +105,7 @@ class ClaimedRun:
     lost_count: int
     idempotency_key: str | None
     lease_expires_at: datetime
+    correlation_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.jobs import Job, JobSpec
+from rota.domain.limits import Limit
 from rota.domain.runs import (
     Attempt,
     ClaimedRun,
@@ -27,6 +29,8 @@ from rota.domain.runs import (
     Run,
     RunFilter,
 )
+from rota.domain.search import RunSearch
+from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class ClaimRequest:
     queues: tuple[str, ...]
     limit: int
     lease_seconds: float
+    tags: tuple[str, ...] = ()  # the worker's tags: it may claim runs needing a subset
 
 
 @dataclass(frozen=True)
@@ -171,5 +176,59 @@ class Store(Protocol):
 
     async def leader(self) -> LeaderInfo | None: ...
 
+    # -- claim-time controls and the worker registry -------------------------
+    async def set_limit(self, limit: Limit) -> None: ...
+
+    async def clear_limit(self, scope: str, name: str) -> bool: ...
+
+    async def list_limits(self) -> list[Limit]: ...
+
+    async def expire_deadlines(
+        self, now: datetime | None, leader_term: int | None = None
+    ) -> list[int]:
+        """Cancel runs never started by their deadline (deadline_exceeded)."""
+
+    async def register_worker(self, worker: WorkerInfo, now: datetime | None) -> None: ...
+
+    async def worker_heartbeat(self, node_id: str, now: datetime | None) -> WorkerState | None:
+        """Record a heartbeat; the worker's state (None if it is not registered)."""
+
+    async def set_worker_state(self, node_id: str, state: WorkerState) -> bool: ...
+
+    async def deregister_worker(self, node_id: str) -> None: ...
+
+    async def list_workers(self) -> list[WorkerInfo]: ...
+
+    async def mark_dead_workers(
+        self, dead_after: float, now: datetime | None, leader_term: int | None = None
+    ) -> list[str]:
+        """Workers silent for ``dead_after`` seconds become dead and their leases end now."""
+
+    async def prune_workers(self, older_than: datetime) -> int: ...
+
+    async def unclaimable_runs(self, now: datetime | None, limit: int) -> list[UnclaimableRun]: ...
+
     async def wait_for_work(self, timeout: float) -> None:
         """Return when new work may be claimable (a notification) or after ``timeout``."""
+
+    # -- api ----------------------------------------------------------------
+    async def search_runs(self, search: RunSearch) -> list[Run]:
+        """Runs matching every given filter, newest first, keyset-paged by id."""
+
+    async def oldest_due_run_at(self, now: datetime | None) -> datetime | None:
+        """The ``run_at`` of the longest-waiting run that is due (pending or retrying
+        with ``run_at`` <= now), or None if none is due."""
+
+    async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey: ...
+
+    async def get_api_key(self, key_id: str) -> ApiKey | None: ...
+
+    async def list_api_keys(self) -> list[ApiKey]: ...
+
+    async def revoke_api_key(self, key_id: str, now: datetime | None) -> ApiKey | None:
+        """Mark a key revoked (the first revocation's instant stands); None if unknown."""
+
+    async def append_audit(self, entry: NewAuditEntry, now: datetime | None) -> int: ...
+
+    async def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
+        """Entries newest first, keyset-paged by id, limited to ``query.namespaces``."""

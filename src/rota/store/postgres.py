@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime, timedelta
@@ -21,7 +22,9 @@ import psycopg_pool
 import structlog
 from psycopg.rows import dict_row
 
+from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.jobs import Job, JobSpec, spec_to_json
+from rota.domain.limits import Active, Candidate, Limit, Limits, choose
 from rota.domain.runs import (
     Attempt,
     ClaimedRun,
@@ -36,13 +39,16 @@ from rota.domain.runs import (
     RunFilter,
     replay_request,
 )
+from rota.domain.search import RunSearch, like_pattern
 from rota.domain.states import RunState
+from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.errors import (
     InvalidTransition,
     RunNotFound,
     StoreError,
     StoreUnavailable,
 )
+from rota.store.api_rows import api_key_from_row, audit_from_row, audit_params
 from rota.store.port import ClaimRequest, LeaderInfo, SchemaStatus
 from rota.store.queries import latest_version, load_migrations, load_queries
 from rota.store.rows import attempt_from_row, job_from_row, log_from_row, run_from_row
@@ -51,7 +57,8 @@ log = structlog.get_logger("rota.store.postgres")
 
 Q = load_queries("postgres")
 NOTIFY_CHANNEL = "rota_wakeup"
-COPY_THRESHOLD = 200  # below this, one INSERT ... unnest is cheaper than COPY's setup
+COPY_THRESHOLD = 200
+LIMITED_ROUNDS = 4  # below this, one INSERT ... unnest is cheaper than COPY's setup
 MIGRATION_LOCK = 0x726F7461  # "rota": an advisory lock so concurrent starters migrate once
 # Keepalives catch a half-open TCP connection, which otherwise raises nothing.
 CONNECT_OPTIONS: dict[str, Any] = {
@@ -173,6 +180,7 @@ class PostgresStore:
             timeout=10,
         )
         self._wakeup = asyncio.Event()
+        self._limits_cache: tuple[float, Limits] | None = None
         self._listener: asyncio.Task[None] | None = None
 
     # -- lifecycle ----------------------------------------------------------
@@ -323,7 +331,7 @@ class PostgresStore:
                             run.replay_of,
                             run.job_id,
                             run.slot_at,
-                            sorted(run.tags),
+                            sorted(run.tags) or None,
                             run.concurrency_key,
                             run.concurrency_limit,
                             run.deadline,
@@ -335,19 +343,108 @@ class PostgresStore:
 
     # -- hot path -----------------------------------------------------------
     async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
-        rows = await self._tuples(
-            "claim",
-            {
-                # A queue listed twice would pick its runs twice and fill the limit
-                # with duplicates.
-                "queues": list(dict.fromkeys(request.queues)),
-                "limit": request.limit,
-                "worker_id": request.worker_id,
-                "lease_seconds": request.lease_seconds,
-                "now": now,
-            },
-        )
-        return [ClaimedRun(*row) for row in rows]
+        # A queue listed twice would pick its runs twice and fill the limit with
+        # duplicates.
+        queues = list(dict.fromkeys(request.queues))
+        tags = sorted(set(request.tags))
+        async with self._conn() as conn:
+            limits = await self._limits(conn)
+            claimed: list[ClaimedRun] = []
+            plain = (
+                []
+                if limits.global_max is not None
+                else [q for q in queues if q not in limits.queues]
+            )
+            if plain:
+                cur = await conn.execute(
+                    Q["claim"],
+                    {
+                        "queues": plain,
+                        "limit": request.limit,
+                        "worker_id": request.worker_id,
+                        "lease_seconds": request.lease_seconds,
+                        "tags": tags,
+                        "limited_handlers": list(limits.handlers),
+                        "now": now,
+                    },
+                )
+                claimed = [ClaimedRun(*row) for row in await cur.fetchall()]
+            want = request.limit - len(claimed)
+            if want > 0 and (limits.any or await self._has_keyed_work(conn, queues, now)):
+                claimed += await self._claim_limited(conn, request, queues, tags, limits, want, now)
+            return claimed
+
+    async def _limits(self, conn: psycopg.AsyncConnection[Any]) -> Limits:
+        """Limits change rarely; read them at most once a second per store."""
+        if self._limits_cache is None or time.monotonic() - self._limits_cache[0] > 1.0:
+            cur = await conn.execute(Q["limits"])
+            limits = Limits.of([Limit.parse(*row) for row in await cur.fetchall()])
+            self._limits_cache = (time.monotonic(), limits)
+        return self._limits_cache[1]
+
+    async def _has_keyed_work(
+        self, conn: psycopg.AsyncConnection[Any], queues: list[str], now: datetime | None
+    ) -> bool:
+        cur = await conn.execute(Q["has_keyed_work"], {"queues": queues, "now": now})
+        row = await cur.fetchone()
+        return bool(row and row[0])
+
+    async def _claim_limited(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        request: ClaimRequest,
+        queues: list[str],
+        tags: list[str],
+        limits: Limits,
+        want: int,
+        now: datetime | None,
+    ) -> list[ClaimedRun]:
+        """Claim runs some limit applies to, one claimer at a time cluster-wide."""
+        async with conn.transaction():
+            await conn.execute(Q["claim_lock"])
+            active = Active()
+            cur = await conn.execute(Q["active_groups"])
+            for queue, handler, key, key_limit, count in await cur.fetchall():
+                active.add(queue, handler, key, key_limit, count)
+            if active.global_full(limits):
+                return []
+            chosen: list[int] = []
+            window = max(want * 4, 200)
+            # A window full of runs whose key filled up is passed over: the next round
+            # skips those keys in SQL. A few rounds bound the work under the lock.
+            for _ in range(LIMITED_ROUNDS):
+                full_queues = set(active.full_queues(limits))
+                cur = await conn.execute(
+                    Q["limited_candidates"],
+                    {
+                        "queues": [q for q in queues if q not in full_queues],
+                        "tags": tags,
+                        "limited_handlers": list(limits.handlers),
+                        "limited_queues": list(limits.queues),
+                        "global_limit": limits.global_max is not None,
+                        "full_keys": active.full_keys(),
+                        "full_handlers": active.full_handlers(limits),
+                        "chosen": chosen,
+                        "window": window,
+                        "now": now,
+                    },
+                )
+                candidates = [Candidate(*row) for row in await cur.fetchall()]
+                chosen += choose(candidates, active, limits, want - len(chosen))
+                if len(chosen) >= want or len(candidates) < window:
+                    break
+            if not chosen:
+                return []
+            cur = await conn.execute(
+                Q["claim_ids"],
+                {
+                    "ids": chosen,
+                    "worker_id": request.worker_id,
+                    "lease_seconds": request.lease_seconds,
+                    "now": now,
+                },
+            )
+            return [ClaimedRun(*row) for row in await cur.fetchall()]
 
     async def renew(
         self, worker_id: str, leases: Sequence[Lease], lease_seconds: float, now: datetime | None
@@ -576,6 +673,71 @@ class PostgresStore:
         rows = await self._tuples("leader", {})
         return LeaderInfo(*rows[0]) if rows else None
 
+    # -- claim-time controls and the worker registry -------------------------
+    async def set_limit(self, limit: Limit) -> None:
+        params = {"scope": limit.scope.value, "name": limit.name, "max_running": limit.max_running}
+        await self._tuples("set_limit", params)
+        self._limits_cache = None
+
+    async def clear_limit(self, scope: str, name: str) -> bool:
+        self._limits_cache = None
+        return bool(await self._tuples("clear_limit", {"scope": scope, "name": name}))
+
+    async def list_limits(self) -> list[Limit]:
+        return [Limit.parse(*row) for row in await self._tuples("limits", {})]
+
+    async def expire_deadlines(
+        self, now: datetime | None, leader_term: int | None = None
+    ) -> list[int]:
+        rows = await self._tuples("expire_deadlines", {"now": now, "term": leader_term})
+        return [row[0] for row in rows]
+
+    async def register_worker(self, worker: WorkerInfo, now: datetime | None) -> None:
+        await self._tuples(
+            "register_worker",
+            {
+                "node_id": worker.node_id,
+                "host": worker.host,
+                "pid": worker.pid,
+                "version": worker.version,
+                "queues": list(worker.queues),
+                "tags": sorted(worker.tags),
+                "concurrency": worker.concurrency,
+                "now": now,
+            },
+        )
+
+    async def worker_heartbeat(self, node_id: str, now: datetime | None) -> WorkerState | None:
+        rows = await self._tuples("worker_heartbeat", {"node_id": node_id, "now": now})
+        return WorkerState(rows[0][0]) if rows else None
+
+    async def set_worker_state(self, node_id: str, state: WorkerState) -> bool:
+        params = {"node_id": node_id, "state": state.value}
+        return bool(await self._tuples("set_worker_state", params))
+
+    async def deregister_worker(self, node_id: str) -> None:
+        await self._tuples("deregister_worker", {"node_id": node_id})
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        return [_worker(row) for row in await self._tuples("list_workers", {})]
+
+    async def mark_dead_workers(
+        self, dead_after: float, now: datetime | None, leader_term: int | None = None
+    ) -> list[str]:
+        rows = await self._tuples(
+            "mark_dead_workers", {"dead_after": dead_after, "now": now, "term": leader_term}
+        )
+        return [row[0] for row in rows]
+
+    async def prune_workers(self, older_than: datetime) -> int:
+        async with self._conn() as conn:
+            cur = await conn.execute(Q["prune_workers"], {"older_than": older_than})
+            return cur.rowcount
+
+    async def unclaimable_runs(self, now: datetime | None, limit: int) -> list[UnclaimableRun]:
+        rows = await self._tuples("unclaimable_runs", {"now": now, "limit": limit})
+        return [UnclaimableRun(row[0], row[1], tuple(row[2])) for row in rows]
+
     # -- wake-ups -----------------------------------------------------------
     async def wait_for_work(self, timeout: float) -> None:
         if self._listener is None:
@@ -608,6 +770,71 @@ class PostgresStore:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
 
+    # -- api ------------------------------------------------------------------
+    async def search_runs(self, search: RunSearch) -> list[Run]:
+        rows = await self._fetch(
+            "search_runs",
+            {
+                "namespaces": list(search.namespaces) if search.namespaces is not None else None,
+                "states": [s.value for s in search.states] or None,
+                "handler": search.handler,
+                "queue": search.queue,
+                "tag": search.tag,
+                "job_id": search.job_id,
+                "created_after": search.created_after,
+                "created_before": search.created_before,
+                "pattern": like_pattern(search.text) if search.text else None,
+                "before_id": search.before_id,
+                "limit": search.limit,
+            },
+        )
+        return [run_from_row(row) for row in rows]
+
+    async def oldest_due_run_at(self, now: datetime | None) -> datetime | None:
+        rows = await self._tuples("oldest_due_run_at", {"now": now})
+        return rows[0][0] if rows else None
+
+    async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey:
+        rows = await self._fetch(
+            "insert_api_key",
+            {
+                "key_id": key.key_id,
+                "secret_hash": key.secret_hash,
+                "name": key.name,
+                "scopes": list(key.scopes),
+                "namespaces": list(key.namespaces),
+                "created_by": key.created_by,
+                "now": now,
+            },
+        )
+        return api_key_from_row(rows[0])
+
+    async def get_api_key(self, key_id: str) -> ApiKey | None:
+        rows = await self._fetch("get_api_key", {"key_id": key_id})
+        return api_key_from_row(rows[0]) if rows else None
+
+    async def list_api_keys(self) -> list[ApiKey]:
+        return [api_key_from_row(row) for row in await self._fetch("list_api_keys", {})]
+
+    async def revoke_api_key(self, key_id: str, now: datetime | None) -> ApiKey | None:
+        rows = await self._fetch("revoke_api_key", {"key_id": key_id, "now": now})
+        return api_key_from_row(rows[0]) if rows else None
+
+    async def append_audit(self, entry: NewAuditEntry, now: datetime | None) -> int:
+        rows = await self._tuples("append_audit", {**audit_params(entry), "now": now})
+        return int(rows[0][0])
+
+    async def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
+        rows = await self._fetch(
+            "list_audit",
+            {
+                "namespaces": list(query.namespaces) if query.namespaces is not None else None,
+                "before_id": query.before_id,
+                "limit": query.limit,
+            },
+        )
+        return [audit_from_row(row) for row in rows]
+
 
 async def _current_version(conn: psycopg.AsyncConnection[Any]) -> int:
     await conn.execute(
@@ -618,6 +845,22 @@ async def _current_version(conn: psycopg.AsyncConnection[Any]) -> int:
     cur = await conn.execute("SELECT COALESCE(max(version), 0) FROM rota_schema_migrations")
     row = await cur.fetchone()
     return int(row[0]) if row else 0
+
+
+def _worker(row: tuple[Any, ...]) -> WorkerInfo:
+    node_id, host, pid, version, queues, tags, concurrency, state, started, beat = row
+    return WorkerInfo(
+        node_id,
+        host,
+        pid,
+        version,
+        tuple(queues),
+        tuple(tags),
+        concurrency,
+        WorkerState(state),
+        started,
+        beat,
+    )
 
 
 def _job(row: dict[str, Any]) -> Job:

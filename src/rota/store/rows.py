@@ -41,7 +41,7 @@ def run_from_row(row: Mapping[str, Any]) -> Run:
         finished_at=row["finished_at"],
         job_id=row["job_id"],
         slot_at=row["slot_at"],
-        tags=tuple(row["tags"]),
+        tags=tuple(row["tags"] or ()),
         concurrency_key=row["concurrency_key"],
         concurrency_limit=row["concurrency_limit"],
         deadline=row["deadline"],

@@ -21,7 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.jobs import Job, JobSpec, spec_to_json
+from rota.domain.limits import Active, Candidate, Limit, Limits, choose
 from rota.domain.runs import (
     Attempt,
     ClaimedRun,
@@ -36,8 +38,11 @@ from rota.domain.runs import (
     RunFilter,
     replay_request,
 )
+from rota.domain.search import RunSearch, like_pattern
 from rota.domain.states import RunState
+from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.errors import InvalidTransition, RunNotFound, StoreError, StoreUnavailable
+from rota.store.api_rows import api_key_from_row, audit_from_row, audit_params
 from rota.store.port import ClaimRequest, LeaderInfo, SchemaStatus
 from rota.store.queries import latest_version, load_migrations, load_queries
 from rota.store.rows import attempt_from_row, job_from_row, log_from_row, run_from_row
@@ -45,6 +50,7 @@ from rota.store.rows import attempt_from_row, job_from_row, log_from_row, run_fr
 Q = load_queries("sqlite")
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
+LIMITED_ROUNDS = 4
 _INSTANT_COLUMNS = (
     "run_at",
     "sort_at",
@@ -82,6 +88,23 @@ def _decoded(row: sqlite3.Row) -> dict[str, Any]:
         if key in out and out[key] is not None:
             out[key] = json.loads(out[key])
     return out
+
+
+def _claimed(row: sqlite3.Row) -> ClaimedRun:
+    return ClaimedRun(
+        run_id=row[0],
+        handler=row[1],
+        payload=json.loads(row[2]),
+        queue=row[3],
+        attempt=row[4],
+        max_attempts=row[5],
+        fence=row[6],
+        timeout=row[7],
+        lost_count=row[8],
+        idempotency_key=row[9],
+        lease_expires_at=datetime.fromtimestamp(row[10], UTC),
+        correlation_id=row[11],
+    )
 
 
 def path_from_url(url: str) -> str:
@@ -225,7 +248,7 @@ class SqliteStore:
                 "replay_of": run.replay_of,
                 "job_id": run.job_id,
                 "slot_at": _ts(run.slot_at),
-                "tags": json.dumps(sorted(run.tags)),
+                "tags": json.dumps(sorted(run.tags)) if run.tags else None,
                 "concurrency_key": run.concurrency_key,
                 "concurrency_limit": run.concurrency_limit,
                 "deadline": _ts(run.deadline),
@@ -243,17 +266,24 @@ class SqliteStore:
     # -- hot path -----------------------------------------------------------
     async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
         def work(conn: sqlite3.Connection) -> list[ClaimedRun]:
+            # BEGIN IMMEDIATE serialises claimers: counting what runs and claiming within
+            # the limits is one atomic step here, with no lock of our own.
             with self._write(conn, now) as at:
-                candidates: list[tuple[float, int]] = []
                 # Once per queue: a queue listed twice would fill the limit with duplicates.
-                for queue in dict.fromkeys(request.queues):
-                    found = conn.execute(
-                        Q["claim_candidates"], {"queue": queue, "now": at, "limit": request.limit}
-                    )
-                    candidates.extend((sort_at, run_id) for run_id, sort_at in found)
-                if not candidates:
+                queues = list(dict.fromkeys(request.queues))
+                tags = json.dumps(sorted(set(request.tags)))
+                limits = Limits.of(
+                    [Limit.parse(*row) for row in conn.execute(Q["limits"]).fetchall()]
+                )
+                chosen = []
+                if limits.global_max is None:
+                    plain = [q for q in queues if q not in limits.queues]
+                    chosen = self._plain_candidates(conn, plain, tags, limits, at, request.limit)
+                want = request.limit - len(chosen)
+                if want > 0:
+                    chosen += self._limited_candidates(conn, queues, tags, limits, at, want)
+                if not chosen:
                     return []
-                chosen = [run_id for _, run_id in sorted(candidates)[: request.limit]]
                 rows = conn.execute(
                     Q["claim"],
                     {
@@ -263,24 +293,79 @@ class SqliteStore:
                         "lease_seconds": request.lease_seconds,
                     },
                 ).fetchall()
-            return [
-                ClaimedRun(
-                    run_id=row[0],
-                    handler=row[1],
-                    payload=json.loads(row[2]),
-                    queue=row[3],
-                    attempt=row[4],
-                    max_attempts=row[5],
-                    fence=row[6],
-                    timeout=row[7],
-                    lost_count=row[8],
-                    idempotency_key=row[9],
-                    lease_expires_at=datetime.fromtimestamp(row[10], UTC),
-                )
-                for row in rows
-            ]
+            return [_claimed(row) for row in rows]
 
         return await self._call(work)
+
+    @staticmethod
+    def _plain_candidates(
+        conn: sqlite3.Connection,
+        queues: list[str],
+        tags: str,
+        limits: Limits,
+        at: float,
+        want: int,
+    ) -> list[int]:
+        candidates: list[tuple[float, int]] = []
+        for queue in queues:
+            found = conn.execute(
+                Q["claim_candidates"],
+                {
+                    "queue": queue,
+                    "now": at,
+                    "limit": want,
+                    "tags": tags,
+                    "limited_handlers": json.dumps(list(limits.handlers)),
+                },
+            )
+            candidates.extend((sort_at, run_id) for run_id, sort_at in found)
+        return [run_id for _, run_id in sorted(candidates)[:want]]
+
+    @staticmethod
+    def _limited_candidates(
+        conn: sqlite3.Connection,
+        queues: list[str],
+        tags: str,
+        limits: Limits,
+        at: float,
+        want: int,
+    ) -> list[int]:
+        active = Active()
+        for queue, handler, key, key_limit, count in conn.execute(Q["active_groups"]):
+            active.add(queue, handler, key, key_limit, count)
+        if active.global_full(limits):
+            return []
+        chosen: list[int] = []
+        window = max(want * 4, 200)
+        # A window full of runs whose key filled up is passed over: the next round skips
+        # those keys in SQL. A few rounds bound the work while we hold the write lock.
+        for _ in range(LIMITED_ROUNDS):
+            full_queues = set(active.full_queues(limits))
+            rows: list[tuple[Any, ...]] = []
+            for queue in queues:
+                if queue in full_queues:
+                    continue
+                rows += conn.execute(
+                    Q["limited_candidates"],
+                    {
+                        "queue": queue,
+                        "now": at,
+                        "tags": tags,
+                        "limited_handlers": json.dumps(list(limits.handlers)),
+                        "queue_limited": queue in limits.queues,
+                        "global_limit": limits.global_max is not None,
+                        "full_keys": json.dumps(active.full_keys()),
+                        "full_handlers": json.dumps(active.full_handlers(limits)),
+                        "chosen": json.dumps(chosen),
+                        "window": window,
+                    },
+                ).fetchall()
+            rows.sort(key=lambda row: (row[5], row[0]))
+            candidates = [Candidate(*row[:5]) for row in rows[:window]]
+            chosen += choose(candidates, active, limits, want - len(chosen))
+            if len(chosen) >= want or len(rows) < window:
+                break
+        return chosen
 
     async def renew(
         self, worker_id: str, leases: Sequence[Lease], lease_seconds: float, now: datetime | None
@@ -617,9 +702,209 @@ class SqliteStore:
         row = rows[0]
         return LeaderInfo(row["holder"], row["term"], row["acquired_at"], row["expires_at"])
 
+    # -- claim-time controls and the worker registry -------------------------
+    async def _write_rows(
+        self, query: str, params: dict[str, Any], now: datetime | None = None
+    ) -> list[tuple[Any, ...]]:
+        def work(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            with self._write(conn, now) as at:
+                return [tuple(row) for row in conn.execute(Q[query], {**params, "now": at})]
+
+        return await self._call(work)
+
+    async def set_limit(self, limit: Limit) -> None:
+        params = {"scope": limit.scope.value, "name": limit.name, "max_running": limit.max_running}
+        await self._write_rows("set_limit", params)
+
+    async def clear_limit(self, scope: str, name: str) -> bool:
+        return bool(await self._write_rows("clear_limit", {"scope": scope, "name": name}))
+
+    async def list_limits(self) -> list[Limit]:
+        return [
+            Limit.parse(r["scope"], r["name"], r["max_running"])
+            for r in await self._rows("limits", {})
+        ]
+
+    async def expire_deadlines(
+        self, now: datetime | None, leader_term: int | None = None
+    ) -> list[int]:
+        def work(conn: sqlite3.Connection) -> list[int]:
+            with self._write(conn, now) as at:
+                if not self._term_holds(conn, leader_term):
+                    return []
+                return [row[0] for row in conn.execute(Q["expire_deadlines"], {"now": at})]
+
+        return await self._call(work)
+
+    async def register_worker(self, worker: WorkerInfo, now: datetime | None) -> None:
+        params = {
+            "node_id": worker.node_id,
+            "host": worker.host,
+            "pid": worker.pid,
+            "version": worker.version,
+            "queues": json.dumps(list(worker.queues)),
+            "tags": json.dumps(sorted(worker.tags)),
+            "concurrency": worker.concurrency,
+        }
+        await self._write_rows("register_worker", params, now)
+
+    async def worker_heartbeat(self, node_id: str, now: datetime | None) -> WorkerState | None:
+        rows = await self._write_rows("worker_heartbeat", {"node_id": node_id}, now)
+        return WorkerState(rows[0][0]) if rows else None
+
+    async def set_worker_state(self, node_id: str, state: WorkerState) -> bool:
+        params = {"node_id": node_id, "state": state.value}
+        return bool(await self._write_rows("set_worker_state", params))
+
+    async def deregister_worker(self, node_id: str) -> None:
+        await self._write_rows("deregister_worker", {"node_id": node_id})
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        return [
+            WorkerInfo(
+                r["node_id"],
+                r["host"],
+                r["pid"],
+                r["version"],
+                tuple(r["queues"]),
+                tuple(r["tags"]),
+                r["concurrency"],
+                WorkerState(r["state"]),
+                r["started_at"],
+                r["heartbeat_at"],
+            )
+            for r in await self._rows("list_workers", {})
+        ]
+
+    async def mark_dead_workers(
+        self, dead_after: float, now: datetime | None, leader_term: int | None = None
+    ) -> list[str]:
+        def work(conn: sqlite3.Connection) -> list[str]:
+            with self._write(conn, now) as at:
+                if not self._term_holds(conn, leader_term):
+                    return []
+                params = {"now": at, "dead_after": dead_after}
+                dead = [row[0] for row in conn.execute(Q["silent_workers"], params)]
+                for node_id in dead:
+                    conn.execute(Q["mark_dead"], {"node_id": node_id})
+                    conn.execute(Q["end_leases_of"], {"node_id": node_id, "now": at})
+                return dead
+
+        return await self._call(work)
+
+    async def prune_workers(self, older_than: datetime) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            with self._write(conn):
+                params = {"older_than": _ts(older_than)}
+                return conn.execute(Q["prune_workers"], params).rowcount
+
+        return await self._call(work)
+
+    async def unclaimable_runs(self, now: datetime | None, limit: int) -> list[UnclaimableRun]:
+        def work(conn: sqlite3.Connection) -> list[UnclaimableRun]:
+            at = _ts(now) or conn.execute(Q["db_now"]).fetchone()[0]
+            rows = conn.execute(Q["unclaimable_runs"], {"now": at, "limit": limit})
+            return [UnclaimableRun(r[0], r[1], tuple(json.loads(r[2]))) for r in rows]
+
+        return await self._call(work)
+
     async def wait_for_work(self, timeout: float) -> None:
         # SQLite has no notifications across processes; an indexed poll is cheap.
         await asyncio.sleep(min(timeout, self.poll_seconds))
+
+    # -- api ------------------------------------------------------------------
+    async def search_runs(self, search: RunSearch) -> list[Run]:
+        rows = await self._rows(
+            "search_runs",
+            {
+                "namespaces": self._json_array(search.namespaces),
+                "states": self._json_array([s.value for s in search.states] or None),
+                "handler": search.handler,
+                "queue": search.queue,
+                "tag": search.tag,
+                "job_id": search.job_id,
+                "created_after": _ts(search.created_after),
+                "created_before": _ts(search.created_before),
+                "pattern": like_pattern(search.text) if search.text else None,
+                "before_id": search.before_id,
+                "limit": search.limit,
+            },
+        )
+        return [run_from_row(row) for row in rows]
+
+    async def oldest_due_run_at(self, now: datetime | None) -> datetime | None:
+        def work(conn: sqlite3.Connection) -> float | None:
+            at = now.timestamp() if now else conn.execute(Q["db_now"]).fetchone()[0]
+            value = conn.execute(Q["oldest_due_run_at"], {"now": at}).fetchone()[0]
+            return None if value is None else float(value)
+
+        return _dt(await self._call(work))
+
+    async def _api_key_rows(
+        self, query: str, params: dict[str, Any], now: datetime | None = None, write: bool = False
+    ) -> list[ApiKey]:
+        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            if not write:
+                return [dict(row) for row in conn.execute(Q[query], params)]
+            with self._write(conn, now) as at:
+                return [dict(row) for row in conn.execute(Q[query], {**params, "now": at})]
+
+        keys = []
+        for row in await self._call(work):
+            row.update(
+                scopes=json.loads(row["scopes"]),
+                namespaces=json.loads(row["namespaces"]),
+                created_at=_dt(row["created_at"]),
+                revoked_at=_dt(row["revoked_at"]),
+            )
+            keys.append(api_key_from_row(row))
+        return keys
+
+    async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey:
+        params = {
+            "key_id": key.key_id,
+            "secret_hash": key.secret_hash,
+            "name": key.name,
+            "scopes": json.dumps(list(key.scopes)),
+            "namespaces": json.dumps(list(key.namespaces)),
+            "created_by": key.created_by,
+        }
+        [created] = await self._api_key_rows("insert_api_key", params, now, write=True)
+        return created
+
+    async def get_api_key(self, key_id: str) -> ApiKey | None:
+        keys = await self._api_key_rows("get_api_key", {"key_id": key_id})
+        return keys[0] if keys else None
+
+    async def list_api_keys(self) -> list[ApiKey]:
+        return await self._api_key_rows("list_api_keys", {})
+
+    async def revoke_api_key(self, key_id: str, now: datetime | None) -> ApiKey | None:
+        keys = await self._api_key_rows("revoke_api_key", {"key_id": key_id}, now, write=True)
+        return keys[0] if keys else None
+
+    async def append_audit(self, entry: NewAuditEntry, now: datetime | None) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            with self._write(conn, now) as at:
+                params = {**audit_params(entry), "now": at}
+                return int(conn.execute(Q["append_audit"], params).fetchone()[0])
+
+        return await self._call(work)
+
+    async def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
+        rows = await self._rows(
+            "list_audit",
+            {
+                "namespaces": self._json_array(query.namespaces),
+                "before_id": query.before_id,
+                "limit": query.limit,
+            },
+        )
+        return [audit_from_row(row) for row in rows]
+
+    @staticmethod
+    def _json_array(values: Sequence[str] | None) -> str | None:
+        return None if values is None else json.dumps(list(values))
 
 
 def _statements(script: str) -> Iterator[str]:

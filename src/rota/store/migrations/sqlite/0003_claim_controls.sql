@@ -2,7 +2,7 @@
 -- start-by deadlines), the worker registry, and request correlation ids on runs.
 -- Lists (tags, queues) are JSON arrays.
 
-ALTER TABLE rota_runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE rota_runs ADD COLUMN tags TEXT;  -- NULL when the run needs no tags
 ALTER TABLE rota_runs ADD COLUMN concurrency_key TEXT;
 ALTER TABLE rota_runs ADD COLUMN concurrency_limit INTEGER CHECK (concurrency_limit >= 1);
 ALTER TABLE rota_runs ADD COLUMN deadline REAL;
@@ -32,3 +32,9 @@ CREATE TABLE rota_workers (
     started_at   REAL NOT NULL,
     heartbeat_at REAL NOT NULL
 );
+
+DROP INDEX rota_runs_claimable;
+CREATE INDEX rota_runs_claimable ON rota_runs (queue, sort_at, id)
+    WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL;
+CREATE INDEX rota_runs_claimable_keyed ON rota_runs (queue, sort_at, id)
+    WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL;

@@ -14,7 +14,7 @@ SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
        COALESCE(r.run_at, t.now),
        COALESCE(r.run_at, t.now) - make_interval(secs => r.priority * %(aging_seconds)s),
        r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, r.job_id, r.slot_at,
-       COALESCE(r.tags::text[], '{}'), r.concurrency_key, r.concurrency_limit, r.deadline,
+       NULLIF(r.tags::text[], '{}'), r.concurrency_key, r.concurrency_limit, r.deadline,
        r.correlation_id, t.now
 FROM unnest(%(namespaces)s::text[], %(handlers)s::text[], %(queues)s::text[],
             %(payloads)s::text[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
@@ -46,14 +46,19 @@ COPY rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_a
 FROM STDIN;
 
 -- name: claim
--- One index range scan per queue (LATERAL), merged by effective priority. SKIP LOCKED
--- lets concurrent claimers pass each other's rows instead of queueing on them.
+-- The plain path, for runs no limit applies to: one index range scan per queue
+-- (LATERAL), merged by effective priority. SKIP LOCKED lets concurrent claimers pass
+-- each other's rows instead of queueing on them.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 picked AS (
     SELECT c.id FROM unnest(%(queues)s::text[]) AS q(name), t,
     LATERAL (
         SELECT id, sort_at FROM rota_runs
-        WHERE state IN ('pending', 'retrying') AND queue = q.name AND run_at <= t.now
+        WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
+          AND queue = q.name AND run_at <= t.now
+          AND handler <> ALL(%(limited_handlers)s::text[])
+          AND (tags IS NULL OR tags <@ %(tags)s::text[])
+          AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
         ORDER BY sort_at, id
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
@@ -71,7 +76,66 @@ SET state = 'claimed',
 FROM picked, t
 WHERE r.id = picked.id
 RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
-          r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at;
+          r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
+          r.correlation_id;
+
+-- name: claim_lock
+-- Serialises limit-checking claims cluster-wide for this transaction, so two claimers
+-- never both take the last slot of a limit. Plain claims do not take it.
+SELECT pg_advisory_xact_lock(7307916210);
+
+-- name: limits
+SELECT scope, name, max_running FROM rota_limits;
+
+-- name: has_keyed_work
+SELECT EXISTS (
+    SELECT 1 FROM rota_runs
+    WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+      AND queue = ANY(%(queues)s::text[])
+      AND run_at <= COALESCE(%(now)s::timestamptz, now()));
+
+-- name: active_groups
+SELECT queue, handler, concurrency_key, min(concurrency_limit), count(*)
+FROM rota_runs
+WHERE state IN ('claimed', 'running')
+GROUP BY queue, handler, concurrency_key;
+
+-- name: limited_candidates
+-- Runs some limit applies to, per queue in priority order, skipping groups already full.
+-- No row locks: claimers of these runs are serialised by claim_lock.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit
+FROM unnest(%(queues)s::text[]) AS q(name), t,
+LATERAL (
+    SELECT id, queue, handler, concurrency_key, concurrency_limit, sort_at FROM rota_runs
+    WHERE state IN ('pending', 'retrying') AND queue = q.name AND run_at <= t.now
+      AND (concurrency_key IS NOT NULL OR handler = ANY(%(limited_handlers)s::text[])
+           OR q.name = ANY(%(limited_queues)s::text[]) OR %(global_limit)s)
+      AND (concurrency_key IS NULL OR concurrency_key <> ALL(%(full_keys)s::text[]))
+      AND handler <> ALL(%(full_handlers)s::text[])
+      AND id <> ALL(%(chosen)s::bigint[])
+      AND (tags IS NULL OR tags <@ %(tags)s::text[])
+      AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
+    ORDER BY sort_at, id
+    LIMIT %(window)s
+) AS c
+ORDER BY c.sort_at, c.id
+LIMIT %(window)s;
+
+-- name: claim_ids
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+UPDATE rota_runs r
+SET state = 'claimed',
+    attempt = r.attempt + 1,
+    fence = r.fence + 1,
+    worker_id = %(worker_id)s,
+    started_at = t.now,
+    lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s)
+FROM t
+WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state IN ('pending', 'retrying')
+RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
+          r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
+          r.correlation_id;
 
 -- name: renew
 -- The first renewal also confirms the run is executing (Claimed -> Running).
@@ -323,3 +387,150 @@ WHERE name = 'leader' AND holder = %(holder)s AND term = %(term)s;
 
 -- name: leader
 SELECT holder, term, acquired_at, expires_at FROM rota_leases WHERE name = 'leader';
+
+-- name: set_limit
+INSERT INTO rota_limits (scope, name, max_running) VALUES (%(scope)s, %(name)s, %(max_running)s)
+ON CONFLICT (scope, name) DO UPDATE SET max_running = EXCLUDED.max_running;
+
+-- name: clear_limit
+DELETE FROM rota_limits WHERE scope = %(scope)s AND name = %(name)s RETURNING name;
+
+-- name: expire_deadlines
+-- A run not started by its deadline never runs.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+UPDATE rota_runs r
+SET state = 'cancelled', finished_at = t.now,
+    error = 'deadline_exceeded: not started by ' || to_char(r.deadline AT TIME ZONE 'UTC',
+                                                             'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+FROM t
+WHERE r.state = 'pending' AND r.attempt = 0 AND r.deadline < t.now
+  AND (%(term)s::bigint IS NULL
+       OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = %(term)s))
+RETURNING r.id;
+
+-- name: register_worker
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+INSERT INTO rota_workers (node_id, host, pid, version, queues, tags, concurrency, state,
+                          started_at, heartbeat_at)
+SELECT %(node_id)s, %(host)s, %(pid)s, %(version)s, %(queues)s::text[], %(tags)s::text[],
+       %(concurrency)s, 'active', t.now, t.now FROM t
+ON CONFLICT (node_id) DO UPDATE
+SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version,
+    queues = EXCLUDED.queues, tags = EXCLUDED.tags, concurrency = EXCLUDED.concurrency,
+    state = 'active', started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at;
+
+-- name: worker_heartbeat
+-- A worker declared dead that is in fact alive (a long pause) comes back as active:
+-- its runs were already taken back, and its stale writes are fenced out.
+UPDATE rota_workers
+SET heartbeat_at = COALESCE(%(now)s::timestamptz, now()),
+    state = CASE WHEN state = 'dead' THEN 'active' ELSE state END
+WHERE node_id = %(node_id)s
+RETURNING state;
+
+-- name: set_worker_state
+UPDATE rota_workers SET state = %(state)s
+WHERE node_id = %(node_id)s AND state <> 'dead'
+RETURNING node_id;
+
+-- name: deregister_worker
+DELETE FROM rota_workers WHERE node_id = %(node_id)s;
+
+-- name: list_workers
+SELECT node_id, host, pid, version, queues, tags, concurrency, state, started_at, heartbeat_at
+FROM rota_workers ORDER BY node_id;
+
+-- name: mark_dead_workers
+-- Workers silent for longer than dead_after are dead; their leases are ended now so
+-- the reaper takes their runs back at once instead of waiting out each lease.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+dead AS (
+    UPDATE rota_workers w SET state = 'dead'
+    FROM t
+    WHERE w.state <> 'dead'
+      AND w.heartbeat_at < t.now - make_interval(secs => %(dead_after)s)
+      AND (%(term)s::bigint IS NULL
+           OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = %(term)s))
+    RETURNING w.node_id
+),
+ended AS (
+    UPDATE rota_runs r SET lease_expires_at = t.now - interval '1 millisecond'
+    FROM t
+    WHERE r.state IN ('claimed', 'running') AND r.worker_id IN (SELECT node_id FROM dead)
+    RETURNING r.id
+)
+SELECT node_id, (SELECT count(*) FROM ended) FROM dead;
+
+-- name: prune_workers
+DELETE FROM rota_workers
+WHERE state = 'dead' AND heartbeat_at < %(older_than)s;
+
+-- name: unclaimable_runs
+-- Due runs whose required tags no live worker serving their queue has.
+SELECT r.id, r.queue, r.tags FROM rota_runs r
+WHERE r.state IN ('pending', 'retrying') AND r.tags IS NOT NULL
+  AND r.run_at <= COALESCE(%(now)s::timestamptz, now())
+  AND NOT EXISTS (
+      SELECT 1 FROM rota_workers w
+      WHERE w.state = 'active' AND r.tags <@ w.tags AND r.queue = ANY(w.queues))
+ORDER BY r.id
+LIMIT %(limit)s;
+
+-- == api ==
+
+-- name: search_runs
+-- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL.
+SELECT r.* FROM rota_runs r
+WHERE (%(namespaces)s::text[] IS NULL OR r.namespace = ANY(%(namespaces)s::text[]))
+  AND (%(states)s::text[] IS NULL OR r.state = ANY(%(states)s::text[]))
+  AND (%(handler)s::text IS NULL OR r.handler = %(handler)s)
+  AND (%(queue)s::text IS NULL OR r.queue = %(queue)s)
+  AND (%(tag)s::text IS NULL OR r.tags @> ARRAY[%(tag)s::text])
+  AND (%(job_id)s::bigint IS NULL OR r.job_id = %(job_id)s)
+  AND (%(created_after)s::timestamptz IS NULL OR r.created_at >= %(created_after)s)
+  AND (%(created_before)s::timestamptz IS NULL OR r.created_at < %(created_before)s)
+  AND (%(pattern)s::text IS NULL
+       OR r.handler ILIKE %(pattern)s ESCAPE '\'
+       OR r.error ILIKE %(pattern)s ESCAPE '\'
+       OR EXISTS (SELECT 1 FROM rota_jobs j
+                  WHERE j.id = r.job_id AND j.name ILIKE %(pattern)s ESCAPE '\'))
+  AND (%(before_id)s::bigint IS NULL OR r.id < %(before_id)s)
+ORDER BY r.id DESC
+LIMIT %(limit)s;
+
+-- name: oldest_due_run_at
+SELECT min(run_at) FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND run_at <= COALESCE(%(now)s::timestamptz, now());
+
+-- name: insert_api_key
+INSERT INTO rota_api_keys (key_id, secret_hash, name, scopes, namespaces, created_by,
+                           created_at)
+VALUES (%(key_id)s, %(secret_hash)s, %(name)s, %(scopes)s::text[], %(namespaces)s::text[],
+        %(created_by)s, COALESCE(%(now)s::timestamptz, now()))
+RETURNING *;
+
+-- name: get_api_key
+SELECT * FROM rota_api_keys WHERE key_id = %(key_id)s;
+
+-- name: list_api_keys
+SELECT * FROM rota_api_keys ORDER BY created_at, key_id;
+
+-- name: revoke_api_key
+-- Revoking twice keeps the first instant.
+UPDATE rota_api_keys SET revoked_at = COALESCE(revoked_at, %(now)s::timestamptz, now())
+WHERE key_id = %(key_id)s
+RETURNING *;
+
+-- name: append_audit
+INSERT INTO rota_audit_log (at, actor, action, target, namespace, status, outcome,
+                            correlation_id, detail)
+VALUES (COALESCE(%(now)s::timestamptz, now()), %(actor)s, %(action)s, %(target)s,
+        %(namespace)s, %(status)s, %(outcome)s, %(correlation_id)s, %(detail)s)
+RETURNING id;
+
+-- name: list_audit
+SELECT * FROM rota_audit_log
+WHERE (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
+  AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
+ORDER BY id DESC
+LIMIT %(limit)s;

@@ -23,11 +23,43 @@ SELECT id FROM rota_runs
 WHERE namespace = :namespace AND handler = :handler AND idempotency_key = :idempotency_key;
 
 -- name: claim_candidates
--- One index range scan per queue; the adapter merges them by (sort_at, id).
+-- The plain path, for runs no limit applies to: one index range scan per queue; the
+-- adapter merges them by (sort_at, id). Tags: every tag the run needs is the worker's.
 SELECT id, sort_at FROM rota_runs
-WHERE state IN ('pending', 'retrying') AND queue = :queue AND run_at <= :now
+WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
+  AND queue = :queue AND run_at <= :now
+  AND handler NOT IN (SELECT value FROM json_each(:limited_handlers))
+  AND (tags IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(rota_runs.tags)
+                                   WHERE value NOT IN (SELECT value FROM json_each(:tags))))
+  AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
 ORDER BY sort_at, id
 LIMIT :limit;
+
+-- name: limited_candidates
+-- Runs some limit applies to, in priority order, skipping groups already full.
+SELECT id, queue, handler, concurrency_key, concurrency_limit, sort_at FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND queue = :queue AND run_at <= :now
+  AND (concurrency_key IS NOT NULL
+       OR handler IN (SELECT value FROM json_each(:limited_handlers))
+       OR :queue_limited OR :global_limit)
+  AND (concurrency_key IS NULL
+       OR concurrency_key NOT IN (SELECT value FROM json_each(:full_keys)))
+  AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
+  AND id NOT IN (SELECT value FROM json_each(:chosen))
+  AND (tags IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(rota_runs.tags)
+                                   WHERE value NOT IN (SELECT value FROM json_each(:tags))))
+  AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
+ORDER BY sort_at, id
+LIMIT :window;
+
+-- name: limits
+SELECT scope, name, max_running FROM rota_limits;
+
+-- name: active_groups
+SELECT queue, handler, concurrency_key, min(concurrency_limit), count(*)
+FROM rota_runs
+WHERE state IN ('claimed', 'running')
+GROUP BY queue, handler, concurrency_key;
 
 -- name: claim
 UPDATE rota_runs
@@ -40,7 +72,7 @@ SET state = 'claimed',
 WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('pending', 'retrying')
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
-          lost_count, idempotency_key, lease_expires_at;
+          lost_count, idempotency_key, lease_expires_at, correlation_id;
 
 -- name: renew
 UPDATE rota_runs
@@ -228,3 +260,127 @@ WHERE name = 'leader' AND holder = :holder AND term = :term;
 
 -- name: leader
 SELECT holder, term, acquired_at, expires_at FROM rota_leases WHERE name = 'leader';
+
+-- name: set_limit
+INSERT INTO rota_limits (scope, name, max_running) VALUES (:scope, :name, :max_running)
+ON CONFLICT (scope, name) DO UPDATE SET max_running = excluded.max_running;
+
+-- name: clear_limit
+DELETE FROM rota_limits WHERE scope = :scope AND name = :name RETURNING name;
+
+-- name: expire_deadlines
+UPDATE rota_runs
+SET state = 'cancelled', finished_at = :now,
+    error = 'deadline_exceeded: not started by ' || strftime('%Y-%m-%dT%H:%M:%SZ', deadline, 'unixepoch')
+WHERE state = 'pending' AND attempt = 0 AND deadline < :now
+RETURNING id;
+
+-- name: register_worker
+INSERT INTO rota_workers (node_id, host, pid, version, queues, tags, concurrency, state,
+                          started_at, heartbeat_at)
+VALUES (:node_id, :host, :pid, :version, :queues, :tags, :concurrency, 'active', :now, :now)
+ON CONFLICT (node_id) DO UPDATE
+SET host = excluded.host, pid = excluded.pid, version = excluded.version,
+    queues = excluded.queues, tags = excluded.tags, concurrency = excluded.concurrency,
+    state = 'active', started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at;
+
+-- name: worker_heartbeat
+UPDATE rota_workers
+SET heartbeat_at = :now, state = CASE WHEN state = 'dead' THEN 'active' ELSE state END
+WHERE node_id = :node_id
+RETURNING state;
+
+-- name: set_worker_state
+UPDATE rota_workers SET state = :state
+WHERE node_id = :node_id AND state <> 'dead'
+RETURNING node_id;
+
+-- name: deregister_worker
+DELETE FROM rota_workers WHERE node_id = :node_id;
+
+-- name: list_workers
+SELECT node_id, host, pid, version, queues, tags, concurrency, state, started_at, heartbeat_at
+FROM rota_workers ORDER BY node_id;
+
+-- name: silent_workers
+SELECT node_id FROM rota_workers WHERE state <> 'dead' AND heartbeat_at < :now - :dead_after;
+
+-- name: mark_dead
+UPDATE rota_workers SET state = 'dead' WHERE node_id = :node_id;
+
+-- name: end_leases_of
+UPDATE rota_runs SET lease_expires_at = :now - 0.001
+WHERE state IN ('claimed', 'running') AND worker_id = :node_id;
+
+-- name: prune_workers
+DELETE FROM rota_workers WHERE state = 'dead' AND heartbeat_at < :older_than;
+
+-- name: unclaimable_runs
+SELECT r.id, r.queue, r.tags FROM rota_runs r
+WHERE r.state IN ('pending', 'retrying') AND r.tags IS NOT NULL AND r.run_at <= :now
+  AND NOT EXISTS (
+      SELECT 1 FROM rota_workers w
+      WHERE w.state = 'active'
+        AND r.queue IN (SELECT value FROM json_each(w.queues))
+        AND NOT EXISTS (SELECT 1 FROM json_each(r.tags)
+                        WHERE value NOT IN (SELECT value FROM json_each(w.tags))))
+ORDER BY r.id
+LIMIT :limit;
+
+-- == api ==
+
+-- name: search_runs
+-- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL; list
+-- parameters are JSON arrays.
+SELECT r.* FROM rota_runs r
+WHERE (:namespaces IS NULL OR r.namespace IN (SELECT value FROM json_each(:namespaces)))
+  AND (:states IS NULL OR r.state IN (SELECT value FROM json_each(:states)))
+  AND (:handler IS NULL OR r.handler = :handler)
+  AND (:queue IS NULL OR r.queue = :queue)
+  AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(r.tags) WHERE value = :tag))
+  AND (:job_id IS NULL OR r.job_id = :job_id)
+  AND (:created_after IS NULL OR r.created_at >= :created_after)
+  AND (:created_before IS NULL OR r.created_at < :created_before)
+  AND (:pattern IS NULL
+       OR r.handler LIKE :pattern ESCAPE '\'
+       OR r.error LIKE :pattern ESCAPE '\'
+       OR EXISTS (SELECT 1 FROM rota_jobs j
+                  WHERE j.id = r.job_id AND j.name LIKE :pattern ESCAPE '\'))
+  AND (:before_id IS NULL OR r.id < :before_id)
+ORDER BY r.id DESC
+LIMIT :limit;
+
+-- name: oldest_due_run_at
+SELECT min(run_at) FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND run_at <= :now;
+
+-- name: insert_api_key
+INSERT INTO rota_api_keys (key_id, secret_hash, name, scopes, namespaces, created_by,
+                           created_at)
+VALUES (:key_id, :secret_hash, :name, :scopes, :namespaces, :created_by, :now)
+RETURNING *;
+
+-- name: get_api_key
+SELECT * FROM rota_api_keys WHERE key_id = :key_id;
+
+-- name: list_api_keys
+SELECT * FROM rota_api_keys ORDER BY created_at, key_id;
+
+-- name: revoke_api_key
+UPDATE rota_api_keys SET revoked_at = COALESCE(revoked_at, :now)
+WHERE key_id = :key_id
+RETURNING *;
+
+-- name: append_audit
+INSERT INTO rota_audit_log (at, actor, action, target, namespace, status, outcome,
+                            correlation_id, detail)
+VALUES (:now, :actor, :action, :target, :namespace, :status, :outcome, :correlation_id,
+        :detail)
+RETURNING id;
+
+-- name: list_audit
+SELECT * FROM rota_audit_log
+WHERE (:namespaces IS NULL OR namespace IN (SELECT value FROM json_each(:namespaces)))
+  AND (:before_id IS NULL OR id < :before_id)
+ORDER BY id DESC
+LIMIT :limit;
