@@ -53,6 +53,7 @@ def start_worker(
     concurrency: int = 8,
     extra_env: dict[str, str] | None = None,
     log_file: Path | None = None,
+    args: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """A real worker process running tests/apps/proc_app.py's handlers."""
     env = {
@@ -81,6 +82,7 @@ def start_worker(
         node_id,
         "--concurrency",
         str(concurrency),
+        *args,
     ]
     if log_file is None:
         return subprocess.Popen(command, env=env, cwd=REPO)

@@ -73,6 +73,9 @@ class _Held:
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
     lost: bool = False  # the heartbeat found another fence: discard whatever we produce
     released: bool = False  # shutting down: hand it back instead of recording an outcome
+    # The outcome is with the writer: a renewal racing the write may find the run already
+    # finished, which is not a lost lease; the write itself tells whether the fence held.
+    recording: bool = False
 
     @property
     def lease(self) -> Lease:
@@ -253,6 +256,7 @@ class Worker:
 
     async def _record(self, held: _Held, outcome: Any, run_log: Any) -> None:
         ctx, tx = held.ctx, held.ctx._transaction
+        held.recording = True
         if held.lost or held.released:
             if tx is not None:
                 await tx.rollback()
@@ -304,7 +308,7 @@ class Worker:
         await self._writer.store_logs([line for h in held for line in h.ctx.log.take()])
         for h in held:
             run_id = h.claimed.run_id
-            if run_id in result.lost and run_id in self._held:
+            if run_id in result.lost and run_id in self._held and not h.recording:
                 h.lost = True
                 h.ctx.cancelled.set()
                 self._log.warning("lease lost; stopping the run", run_id=run_id)

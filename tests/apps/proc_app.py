@@ -52,3 +52,23 @@ async def tx_write(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, A
     if payload.get("hang_first") and ctx.attempt == 1:
         await asyncio.sleep(3600)
     return {"fence": ctx.fence}
+
+
+@app.handler("keyed", key_limit=2)
+async def keyed(ctx: rota.RunContext, payload: Any) -> None:
+    """Short work under a per-key limit."""
+    mark(ctx, "started")
+    await asyncio.sleep(0.05)
+
+
+@app.handler("single", singleton=True)
+async def single(ctx: rota.RunContext, payload: Any) -> None:
+    """At most one of these runs anywhere at a time."""
+    mark(ctx, "started")
+    await asyncio.sleep(0.05)
+
+
+@app.handler("gpu-job", tags=["gpu"])
+async def gpu_job(ctx: rota.RunContext, payload: Any) -> str:
+    mark(ctx, "executed")
+    return ctx.worker_id
