@@ -35,3 +35,27 @@ def test_quickstart_examples_run(tmp_path: Path):
         timeout=60,
     )
     assert again.stdout.strip() == "1", "a repeated idempotency key returns the first run"
+
+
+def test_schedule_and_control_examples_run(tmp_path: Path):
+    blocks = _python_blocks()
+    tasks = blocks[0]
+    schedules = next(b for b in blocks if "app.schedule(" in b)
+    controls = next(b for b in blocks if "app.set_limit(" in b)
+    (tmp_path / "tasks.py").write_text(tasks)
+    script = (
+        "from tasks import app\nimport rota\n"
+        + schedules
+        + controls
+        + (
+            "print(sorted(j.spec.name for j in app.list_schedules()))\n"
+            "print([(l.scope.value, l.name, l.max_running) for l in app.list_limits()])\n"
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    names, limits = result.stdout.strip().splitlines()[-2:]
+    assert names == "['heartbeat', 'nightly-report', 'tomorrow-once']"
+    assert limits == "[('queue', 'gpu-work', 8)]"
