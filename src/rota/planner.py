@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from rota.domain.jobs import Job, slot_run
+from rota.domain.jobs import Job, JobAdvance, slot_run
 from rota.domain.misfire import (
     OverlapDecision,
     OverlapPolicy,
@@ -27,6 +27,7 @@ from rota.store.port import Store
 
 log = structlog.get_logger("rota.planner")
 DUE_BATCH = 500
+MAX_BATCHES = 100  # bounds one tick: 50,000 due jobs
 
 
 @dataclass(frozen=True)
@@ -46,24 +47,29 @@ class Planner:
         self.horizon = horizon
 
     async def tick(self, now: datetime, leader_term: int | None = None) -> TickReport:
-        jobs = await self.store.due_jobs(now + self.horizon, DUE_BATCH)
-        created = skipped = conflicts = 0
-        for job in jobs:
-            outcome = await self._plan(job, now, leader_term)
-            if outcome is None:
-                conflicts += 1
-                continue
-            created += outcome[0]
-            skipped += outcome[1]
-        return TickReport(len(jobs), created, skipped, conflicts)
+        """Plan every job due by ``now + horizon``, a batch at a time."""
+        jobs = created = skipped = conflicts = 0
+        for _ in range(MAX_BATCHES):
+            due = await self.store.due_jobs(now + self.horizon, DUE_BATCH)
+            decisions = [await self._decide(job, now) for job in due]
+            advances = [advance for advance, _ in decisions]
+            advanced = await self.store.advance_jobs(advances, now, leader_term)
+            jobs += len(due)
+            conflicts += len(due) - len(advanced)
+            for advance, job_skipped in decisions:
+                if advance.job_id in advanced:
+                    created += len(advance.runs)
+                    skipped += job_skipped
+            if len(due) < DUE_BATCH or not advanced:
+                break
+        return TickReport(jobs, created, skipped, conflicts)
 
-    async def _plan(
-        self, job: Job, now: datetime, leader_term: int | None
-    ) -> tuple[int, int] | None:
+    async def _decide(self, job: Job, now: datetime) -> tuple[JobAdvance, int]:
+        """Which slots of this job get runs, as a value; nothing is written here."""
         trigger = job.trigger
-        if trigger is None or job.paused:
-            return (0, 0)
         spec = job.spec
+        if trigger is None:  # a manual job has no slots
+            return JobAdvance(job.id, job.cursor, job.cursor, None, ()), 0
         horizon = self.horizon if spec.overlap is OverlapPolicy.ALLOW else timedelta(0)
         plan = plan_due_slots(
             trigger,
@@ -87,12 +93,6 @@ class Planner:
             run_at = jittered(slot, spec.jitter_seconds, f"{spec.namespace}/{spec.name}")
             runs.append(slot_run(job, slot, run_at))
             waiting += 1
-        next_fire_at = trigger.next_after(plan.next_cursor)
-        created = await self.store.advance_job(
-            job.id, job.cursor, plan.next_cursor, next_fire_at, runs, now, leader_term
-        )
-        if created is None:
-            return None
         if skipped:
             log.info(
                 "slots skipped",
@@ -101,4 +101,7 @@ class Planner:
                 misfire=spec.misfire.value,
                 overlap=spec.overlap.value,
             )
-        return (len(created), skipped)
+        advance = JobAdvance(
+            job.id, job.cursor, plan.next_cursor, trigger.next_after(plan.next_cursor), tuple(runs)
+        )
+        return advance, skipped

@@ -179,6 +179,18 @@ def trigger_fields(spec: JobSpec) -> tuple[object, ...]:
     return (spec.kind, spec.cron, spec.timezone, spec.interval_seconds, spec.anchor, spec.at)
 
 
+@dataclass(frozen=True)
+class JobAdvance:
+    """One job's planning decision: move the cursor from ``expected_cursor`` to
+    ``cursor`` and create ``runs``, or do nothing if the cursor moved meanwhile."""
+
+    job_id: int
+    expected_cursor: datetime
+    cursor: datetime
+    next_fire_at: datetime | None
+    runs: tuple[NewRun, ...]
+
+
 def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
     """The run for one slot. Its idempotency key is derived from (job, slot), so a slot
     can become one run however many planners insert it."""

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
-from rota.domain.jobs import Job, JobSpec
+from rota.domain.jobs import Job, JobAdvance, JobSpec
 from rota.domain.limits import Limit
 from rota.domain.runs import (
     Attempt,
@@ -153,18 +153,12 @@ class Store(Protocol):
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:
         """(active: claimed or running, waiting: pending or retrying) runs of the job."""
 
-    async def advance_job(
-        self,
-        job_id: int,
-        expected_cursor: datetime,
-        cursor: datetime,
-        next_fire_at: datetime | None,
-        runs: Sequence[NewRun],
-        now: datetime | None,
-        leader_term: int | None,
-    ) -> list[Enqueued] | None:
-        """Move the cursor from ``expected_cursor`` and create ``runs``, atomically.
-        None if another planner moved it first (or ``leader_term`` is stale)."""
+    async def advance_jobs(
+        self, advances: Sequence[JobAdvance], now: datetime | None, leader_term: int | None
+    ) -> set[int]:
+        """Apply planning decisions in one transaction: each job's cursor moves by
+        compare-and-set and its runs are created. Returns the ids of the jobs advanced;
+        the others were advanced first by another planner (or ``leader_term`` is stale)."""
 
     # -- leadership ---------------------------------------------------------
     async def acquire_leadership(

@@ -23,7 +23,7 @@ import structlog
 from psycopg.rows import dict_row
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
-from rota.domain.jobs import Job, JobSpec, spec_to_json
+from rota.domain.jobs import Job, JobAdvance, JobSpec, spec_to_json
 from rota.domain.limits import Active, Candidate, Limit, Limits, choose
 from rota.domain.runs import (
     Attempt,
@@ -628,33 +628,27 @@ class PostgresStore:
         [(active, waiting)] = await self._tuples("job_run_counts", {"job_id": job_id})
         return int(active), int(waiting)
 
-    async def advance_job(
-        self,
-        job_id: int,
-        expected_cursor: datetime,
-        cursor: datetime,
-        next_fire_at: datetime | None,
-        runs: Sequence[NewRun],
-        now: datetime | None,
-        leader_term: int | None,
-    ) -> list[Enqueued] | None:
-        async with self._conn() as conn:
-            with _translated():
-                async with conn.transaction():
-                    cur = await conn.execute(
-                        Q["advance_job"],
-                        {
-                            "id": job_id,
-                            "expected_cursor": expected_cursor,
-                            "cursor": cursor,
-                            "next_fire_at": next_fire_at,
-                            "now": now,
-                            "term": leader_term,
-                        },
-                    )
-                    if not await cur.fetchall():
-                        return None
-                    return await self.enqueue_on(conn, runs, now) if runs else []
+    async def advance_jobs(
+        self, advances: Sequence[JobAdvance], now: datetime | None, leader_term: int | None
+    ) -> set[int]:
+        if not advances:
+            return set()
+        async with self._conn() as conn, conn.transaction():
+            cur = await conn.execute(
+                Q["advance_jobs"],
+                {
+                    "ids": [a.job_id for a in advances],
+                    "expected": [a.expected_cursor for a in advances],
+                    "cursors": [a.cursor for a in advances],
+                    "next_fire_ats": [a.next_fire_at for a in advances],
+                    "now": now,
+                    "term": leader_term,
+                },
+            )
+            advanced = {row[0] for row in await cur.fetchall()}
+            runs = [run for a in advances if a.job_id in advanced for run in a.runs]
+            await self.enqueue_on(conn, runs, now)
+        return advanced
 
     # -- leadership ---------------------------------------------------------
     async def acquire_leadership(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
-from rota.domain.jobs import Job, JobSpec, spec_to_json
+from rota.domain.jobs import Job, JobAdvance, JobSpec, spec_to_json
 from rota.domain.limits import Active, Candidate, Limit, Limits, choose
 from rota.domain.runs import (
     Attempt,
@@ -649,30 +649,28 @@ class SqliteStore:
 
         return await self._call(work)
 
-    async def advance_job(
-        self,
-        job_id: int,
-        expected_cursor: datetime,
-        cursor: datetime,
-        next_fire_at: datetime | None,
-        runs: Sequence[NewRun],
-        now: datetime | None,
-        leader_term: int | None,
-    ) -> list[Enqueued] | None:
-        def work(conn: sqlite3.Connection) -> list[Enqueued] | None:
+    async def advance_jobs(
+        self, advances: Sequence[JobAdvance], now: datetime | None, leader_term: int | None
+    ) -> set[int]:
+        def work(conn: sqlite3.Connection) -> set[int]:
+            advanced: set[int] = set()
             with self._write(conn, now) as at:
-                params = {
-                    "id": job_id,
-                    "expected_cursor": _ts(expected_cursor),
-                    "cursor": _ts(cursor),
-                    "next_fire_at": _ts(next_fire_at),
-                    "now": at,
-                    "term": leader_term,
-                }
-                if not conn.execute(Q["advance_job"], params).fetchall():
-                    return None
-                return self._insert_runs(conn, runs, at)
+                for advance in advances:
+                    params = {
+                        "id": advance.job_id,
+                        "expected_cursor": _ts(advance.expected_cursor),
+                        "cursor": _ts(advance.cursor),
+                        "next_fire_at": _ts(advance.next_fire_at),
+                        "now": at,
+                        "term": leader_term,
+                    }
+                    if conn.execute(Q["advance_job"], params).fetchall():
+                        advanced.add(advance.job_id)
+                        self._insert_runs(conn, advance.runs, at)
+            return advanced
 
+        if not advances:
+            return set()
         return await self._call(work)
 
     # -- leadership ---------------------------------------------------------

@@ -353,16 +353,18 @@ SELECT count(*) FILTER (WHERE state IN ('claimed', 'running')),
 FROM rota_runs
 WHERE job_id = %(job_id)s AND state IN ('pending', 'retrying', 'claimed', 'running');
 
--- name: advance_job
--- Compare-and-set on the cursor: of several planners that read the same cursor, one
+-- name: advance_jobs
+-- Compare-and-set on each cursor: of several planners that read the same cursor, one
 -- moves it. A deposed leader's term no longer matches, and it moves nothing.
-UPDATE rota_jobs
-SET cursor = %(cursor)s, next_fire_at = %(next_fire_at)s,
+UPDATE rota_jobs j
+SET cursor = a.cursor, next_fire_at = a.next_fire_at,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-WHERE id = %(id)s AND cursor = %(expected_cursor)s AND NOT paused
+FROM unnest(%(ids)s::bigint[], %(expected)s::timestamptz[], %(cursors)s::timestamptz[],
+            %(next_fire_ats)s::timestamptz[]) AS a(id, expected, cursor, next_fire_at)
+WHERE j.id = a.id AND j.cursor = a.expected AND NOT j.paused
   AND (%(term)s::bigint IS NULL
        OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = %(term)s))
-RETURNING id;
+RETURNING j.id;
 
 -- name: acquire_leadership
 -- Renew if we hold the term we think we hold (even just past expiry: nobody took over);

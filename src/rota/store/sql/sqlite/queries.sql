@@ -236,6 +236,7 @@ FROM rota_runs
 WHERE job_id = :job_id AND state IN ('pending', 'retrying', 'claimed', 'running');
 
 -- name: advance_job
+-- Compare-and-set on the cursor; a stale leader term moves nothing.
 UPDATE rota_jobs
 SET cursor = :cursor, next_fire_at = :next_fire_at, updated_at = :now
 WHERE id = :id AND cursor = :expected_cursor AND NOT paused
