@@ -27,14 +27,16 @@ run: install
 test: install
 	$(BIN)/python -m pytest
 
+LINTED := src tests $(wildcard bench)
+
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 
 format: install
-	$(BIN)/ruff check --fix src tests bench
-	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix $(LINTED)
+	$(BIN)/ruff format $(LINTED)
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench
