@@ -7,13 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rota.domain.cron import (
-    InvalidCronExpression,
-    UnknownTimeZone,
-    load_zone,
-    next_fire,
-    parse_cron,
-)
+from rota.domain.cron import InvalidCronExpression, parse_cron
+from rota.domain.zoned import UnknownTimeZone, load_zone, next_fire
 from rota.errors import InvalidArgument, RotaError
 
 NEW_YORK = ZoneInfo("America/New_York")

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rota.domain.cron import InvalidCronExpression, UnknownTimeZone
+from rota.domain.cron import InvalidCronExpression
 from rota.domain.triggers import (
     CronTrigger,
     IntervalTrigger,
@@ -17,6 +17,7 @@ from rota.domain.triggers import (
     describe,
     fire_times,
 )
+from rota.domain.zoned import UnknownTimeZone
 from rota.errors import InvalidArgument
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -15,7 +15,8 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from rota.clock import require_aware
-from rota.domain.cron import CronExpression, load_zone, next_fire, parse_cron
+from rota.domain.cron import CronExpression, parse_cron
+from rota.domain.zoned import load_zone, next_fire
 from rota.errors import InvalidArgument
 
 
