@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rota import logs, services
+from rota import cli_api, logs, services
 from rota import schedules as schedules_service
 from rota.app import App
 from rota.bootstrap import open_store
@@ -92,20 +92,73 @@ def main(log_level: str, log_json: bool) -> None:
 @click.option("--concurrency", default=8, show_default=True, type=int)
 @click.option("--node-id", default=None, help="Unique worker name (default HOST-PID).")
 @click.option("--queues", default=None, help="Comma-separated queues (default: the handlers').")
+@click.option("--tags", default="", help="Comma-separated capabilities, e.g. gpu,region-eu.")
 def worker(
-    app_target: str, db: str | None, concurrency: int, node_id: str | None, queues: str | None
+    app_target: str,
+    db: str | None,
+    concurrency: int,
+    node_id: str | None,
+    queues: str | None,
+    tags: str,
 ) -> None:
     """Run a worker until SIGTERM/SIGINT."""
     app = load_app(app_target)
     if db:
         app.settings = app.settings.with_overrides(database_url=db)
-    queue_list = [q.strip() for q in queues.split(",")] if queues else None
+    queue_list = _split(queues) if queues else None
     try:
-        app.run_worker(concurrency=concurrency, node_id=node_id, queues=queue_list)
+        app.run_worker(
+            concurrency=concurrency, node_id=node_id, queues=queue_list, tags=_split(tags)
+        )
     except StoreUnavailable as exc:
         _fail(str(exc), code=3)
     except RotaError as exc:
         _fail(str(exc))
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+@main.group()
+def limits() -> None:
+    """Cluster-wide caps on running runs (global, per queue, per handler)."""
+
+
+@limits.command("set")
+@click.argument("scope", type=click.Choice(["global", "queue", "handler"]))
+@click.argument("name")
+@click.argument("max_running", type=int)
+@db_option
+def set_limit(scope: str, name: str, max_running: int, db: str | None) -> None:
+    """At most MAX_RUNNING runs of SCOPE NAME at once (global takes NAME '*')."""
+    limit = _run(
+        lambda: _with_store(
+            _settings(db), lambda s: services.set_limit(s, scope, name, max_running)
+        )
+    )
+    click.echo(f"{limit.scope.value} {limit.name}: at most {limit.max_running} running")
+
+
+@limits.command("clear")
+@click.argument("scope", type=click.Choice(["global", "queue", "handler"]))
+@click.argument("name")
+@db_option
+def clear_limit(scope: str, name: str, db: str | None) -> None:
+    """Remove a cap."""
+    _run(lambda: _with_store(_settings(db), lambda s: services.clear_limit(s, scope, name)))
+    click.echo(f"{scope} {name}: no limit")
+
+
+@limits.command("list")
+@db_option
+def list_limits(db: str | None) -> None:
+    """Every cap in force."""
+    found = _run(lambda: _with_store(_settings(db), lambda s: s.list_limits()))
+    table = Table("scope", "name", "max running")
+    for limit in found:
+        table.add_row(limit.scope.value, limit.name, str(limit.max_running))
+    console.print(table)
 
 
 @main.group()
@@ -192,226 +245,9 @@ def enqueue(
     click.echo(run_id)
 
 
-@main.group()
-def runs() -> None:
-    """Inspect runs."""
-
-
-@runs.command("list")
-@db_option
-@click.option("--state", default=None)
-@click.option("--handler", default=None)
-@click.option("--limit", default=20, show_default=True, type=int)
-@click.option("--json", "as_json", is_flag=True)
-def list_runs(
-    db: str | None, state: str | None, handler: str | None, limit: int, as_json: bool
-) -> None:
-    """List runs, newest first."""
-    found = _run(
-        lambda: _with_store(
-            _settings(db),
-            lambda s: services.list_runs(s, state=state, handler=handler, limit=limit),
-        )
-    )
-    if as_json:
-        click.echo(json.dumps([_run_json(r) for r in found], indent=2))
-        return
-    table = Table("id", "handler", "state", "attempt", "worker", "error")
-    for r in found:
-        table.add_row(
-            str(r.id),
-            r.handler,
-            r.state.value,
-            f"{r.attempt}/{r.max_attempts}",
-            r.worker_id or "",
-            (r.error or "")[:60],
-        )
-    console.print(table)
-
-
-@runs.command("show")
-@click.argument("run_id", type=int)
-@db_option
-@click.option("--json", "as_json", is_flag=True)
-def show_run(run_id: int, db: str | None, as_json: bool) -> None:
-    """One run with its attempts and log lines."""
-    detail = _run(lambda: _with_store(_settings(db), lambda s: services.run_detail(s, run_id)))
-    if as_json:
-        out = _run_json(detail.run)
-        out["attempts"] = [
-            {
-                "attempt": a.attempt,
-                "fence": a.fence,
-                "worker": a.worker_id,
-                "outcome": a.outcome.value,
-                "duration": a.duration,
-                "error": a.error,
-            }
-            for a in detail.attempts
-        ]
-        out["logs"] = [
-            {"at": x.at.isoformat(), "level": x.level, "message": x.message} for x in detail.logs
-        ]
-        click.echo(json.dumps(out, indent=2))
-        return
-    r = detail.run
-    console.print(
-        f"[bold]run {r.id}[/] {r.handler} [bold]{r.state.value}[/] "
-        f"attempt {r.attempt}/{r.max_attempts} fence {r.fence}"
-    )
-    if r.error:
-        console.print(f"error: {r.error}")
-    table = Table("attempt", "fence", "worker", "outcome", "duration s", "error")
-    for a in detail.attempts:
-        table.add_row(
-            str(a.attempt),
-            str(a.fence),
-            a.worker_id or "",
-            a.outcome.value,
-            f"{a.duration:.3f}" if a.duration is not None else "",
-            (a.error or "")[:60],
-        )
-    console.print(table)
-    for line in detail.logs:
-        console.print(f"  {line.at:%H:%M:%S} {line.level:7} {line.message}")
-
-
-def _run_json(r: Any) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "handler": r.handler,
-        "queue": r.queue,
-        "state": r.state.value,
-        "attempt": r.attempt,
-        "max_attempts": r.max_attempts,
-        "fence": r.fence,
-        "worker": r.worker_id,
-        "payload": r.payload,
-        "result": r.result,
-        "error": r.error,
-        "created_at": r.created_at.isoformat(),
-        "finished_at": r.finished_at.isoformat() if r.finished_at else None,
-        "replay_of": r.replay_of,
-    }
-
-
-@runs.command("cancel")
-@click.argument("run_id", type=int)
-@db_option
-def cancel_run(run_id: int, db: str | None) -> None:
-    """Cancel a waiting run, or ask a running one to stop."""
-    run = _run(
-        lambda: _with_store(_settings(db), lambda s: services.cancel(s, SystemClock(), run_id))
-    )
-    click.echo(
-        f"run {run.id}: {run.state.value}" + (" (cancel requested)" if run.cancel_requested else "")
-    )
-
-
-@runs.command("replay")
-@click.argument("run_id", type=int)
-@db_option
-def replay_run(run_id: int, db: str | None) -> None:
-    """Re-run a dead-lettered, failed or cancelled run as a fresh run."""
-    new_id = _run(
-        lambda: _with_store(_settings(db), lambda s: services.replay(s, SystemClock(), run_id))
-    )
-    click.echo(new_id)
-
-
-@main.group()
-def schedules() -> None:
-    """Jobs with schedules: list, pause, resume, delete, trigger."""
-
-
-def _job_row(job: Any) -> dict[str, Any]:
-    spec = job.spec
-    return {
-        "name": job.spec.name,
-        "namespace": spec.namespace,
-        "handler": spec.handler,
-        "schedule": spec.schedule_text(job.created_at),
-        "misfire": spec.misfire.value,
-        "overlap": spec.overlap.value,
-        "paused": job.paused,
-        "next_fire_at": job.next_fire_at.isoformat() if job.next_fire_at else None,
-    }
-
-
-@schedules.command("list")
-@db_option
-@click.option("--namespace", default=None)
-@click.option("--json", "as_json", is_flag=True)
-def list_schedules(db: str | None, namespace: str | None, as_json: bool) -> None:
-    """Every job and when it fires next."""
-    jobs = _run(lambda: _with_store(_settings(db), lambda s: s.list_jobs(namespace)))
-    rows = [_job_row(job) for job in jobs]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    table = Table("name", "handler", "schedule", "misfire", "overlap", "paused", "next fire (UTC)")
-    for row in rows:
-        table.add_row(
-            row["name"],
-            row["handler"],
-            row["schedule"],
-            row["misfire"],
-            row["overlap"],
-            "yes" if row["paused"] else "",
-            row["next_fire_at"] or "-",
-        )
-    console.print(table)
-
-
-def _pause_command(paused: bool) -> Callable[[str, str | None, str], None]:
-    def command(name: str, db: str | None, namespace: str) -> None:
-        job = _run(
-            lambda: _with_store(
-                _settings(db),
-                lambda s: schedules_service.set_paused(s, SystemClock(), namespace, name, paused),
-            )
-        )
-        state = "paused" if job.paused else f"resumed; next fire {job.next_fire_at}"
-        click.echo(f"{name}: {state}")
-
-    return command
-
-
-for _verb, _paused in (("pause", True), ("resume", False)):
-    schedules.command(_verb, help=f"{_verb.capitalize()} a job's schedule.")(
-        click.argument("name")(
-            db_option(click.option("--namespace", default="default")(_pause_command(_paused)))
-        )
-    )
-
-
-@schedules.command("delete")
-@click.argument("name")
-@db_option
-@click.option("--namespace", default="default")
-def delete_schedule(name: str, db: str | None, namespace: str) -> None:
-    """Delete a job (its runs stay)."""
-    _run(
-        lambda: _with_store(
-            _settings(db), lambda s: schedules_service.delete_job(s, namespace, name)
-        )
-    )
-    click.echo(f"{name}: deleted")
-
-
-@schedules.command("trigger")
-@click.argument("name")
-@db_option
-@click.option("--namespace", default="default")
-def trigger_schedule(name: str, db: str | None, namespace: str) -> None:
-    """Run a job now; prints the run id."""
-    run_id = _run(
-        lambda: _with_store(
-            _settings(db),
-            lambda s: schedules_service.trigger_job(s, SystemClock(), namespace, name),
-        )
-    )
-    click.echo(run_id)
+# jobs, runs, dlq, workers, token and server go through the HTTP API (rota.cli_api).
+for _command in cli_api.COMMANDS:
+    main.add_command(_command)
 
 
 @main.group()

@@ -45,6 +45,8 @@ class Settings:
     # The planner looks for due schedule slots this often, and creates their runs this
     # far ahead so they start on time.
     planner_interval_seconds: float = 1.0
+    # The leader vacuums the hot tables this often (PostgreSQL), whatever autovacuum does.
+    vacuum_interval_seconds: float = 15.0
     planner_horizon_seconds: float = 5.0
     # Finished runs older than this are pruned (with their attempts and logs).
     retention_seconds: float = 7 * 24 * 3600.0
@@ -67,6 +69,7 @@ class Settings:
             "worker_heartbeat_seconds",
             "worker_dead_seconds",
             "planner_interval_seconds",
+            "vacuum_interval_seconds",
             "planner_horizon_seconds",
             "retention_seconds",
             "cancel_grace_seconds",

@@ -55,3 +55,21 @@ async def long_etl(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, A
         ctx.log.info("etl step", step=step, fence=ctx.fence)
         await asyncio.sleep(0.5)
     return {"completed_steps": steps, "fence": ctx.fence}
+
+
+def install_example_schedule(target: rota.App) -> rota.Job:
+    """A report every five minutes, so `make run` has a schedule to show. Saving it
+    again replaces it, so running this twice is harmless."""
+    return target.schedule(
+        "example-report",
+        handler="send-report",
+        payload={"day": "today", "to": "team@example.com"},
+        cron="*/5 * * * *",
+        overlap="skip",
+    )
+
+
+if __name__ == "__main__":  # `make run`: install the schedule, then start the server
+    job = install_example_schedule(app)
+    print(f"example schedule {job.spec.name!r}: {job.spec.schedule_text(job.created_at)}")
+    app.close()

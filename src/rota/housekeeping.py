@@ -11,6 +11,7 @@ brief overlap of two leaders does no harm.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import structlog
@@ -80,26 +81,41 @@ class Housekeeper:
         await self.store.prune_workers(cutoff)
         return await self.store.prune_finished(cutoff, PRUNE_BATCH, term)
 
+    async def _reap_cycle(self, term: int | None) -> None:
+        await self.bury_dead_workers(term)  # first, so their runs are reaped right after
+        await self.reap_once(term)
+        await self.expire_deadlines(term)
+
+    async def _prune_cycle(self, term: int | None) -> None:
+        await self.report_unclaimable()
+        pruned = await self.prune_once(term)
+        if pruned:
+            log.info("pruned finished runs", count=pruned)
+
+    async def _vacuum(self, term: int | None) -> None:
+        await self.store.vacuum()
+
     async def run(self, term: int | None = None) -> None:
-        """Loop over the duties until cancelled (when leadership is lost)."""
-        tick = min(self.settings.planner_interval_seconds, self.settings.reap_interval_seconds)
-        since_reap = since_prune = float("inf")
+        """Loop over the duties, each at its own pace, until cancelled (when leadership
+        is lost). A failing duty is logged and tried again at its next turn."""
+        duties: list[tuple[float, Callable[[int | None], Awaitable[object]]]] = [
+            (self.settings.planner_interval_seconds, self.plan_once),
+            (self.settings.reap_interval_seconds, self._reap_cycle),
+            (PRUNE_EVERY_SECONDS, self._prune_cycle),
+            (self.settings.vacuum_interval_seconds, self._vacuum),
+        ]
+        tick = min(every for every, _ in duties)
+        waited = [every for every, _ in duties]  # every duty runs on the first pass
         while True:
-            try:
-                await self.plan_once(term)
-                if since_reap >= self.settings.reap_interval_seconds:
-                    since_reap = 0.0
-                    await self.bury_dead_workers(term)
-                    await self.reap_once(term)
-                    await self.expire_deadlines(term)
-                if since_prune >= PRUNE_EVERY_SECONDS:
-                    since_prune = 0.0
-                    await self.report_unclaimable()
-                    pruned = await self.prune_once(term)
-                    if pruned:
-                        log.info("pruned finished runs", count=pruned)
-            except StoreError as exc:
-                log.warning("housekeeping failed; will retry", error=str(exc))
+            for index, (every, duty) in enumerate(duties):
+                if waited[index] < every:
+                    continue
+                waited[index] = 0.0
+                try:
+                    await duty(term)
+                except StoreError as exc:
+                    log.warning(
+                        "housekeeping failed; will retry", duty=duty.__name__, error=str(exc)
+                    )
             await asyncio.sleep(tick)
-            since_reap += tick
-            since_prune += tick
+            waited = [w + tick for w in waited]

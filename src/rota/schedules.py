@@ -10,7 +10,7 @@ from rota.clock import Clock, require_aware
 from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fields
 from rota.domain.runs import check_positive_int, encode_json
 from rota.domain.triggers import CronTrigger, fire_times
-from rota.errors import InvalidArgument, JobNotFound
+from rota.errors import InvalidArgument, JobExists, JobNotFound
 from rota.handlers import Registry
 from rota.store.port import Store
 
@@ -86,6 +86,14 @@ async def save_job(store: Store, clock: Clock, spec: JobSpec) -> Job:
     return await store.save_job(spec, cursor, next_fire_at, now)
 
 
+async def create_job(store: Store, clock: Clock, spec: JobSpec) -> Job:
+    """Create a job; unlike :func:`save_job`, refuse one whose name is taken. (Two
+    concurrent creates of one name can both pass the check; the later one wins.)"""
+    if await store.get_job(spec.namespace, spec.name) is not None:
+        raise JobExists(spec.namespace, spec.name)
+    return await save_job(store, clock, spec)
+
+
 async def update_job(store: Store, clock: Clock, namespace: str, name: str, **changes: Any) -> Job:
     job = await get_job(store, namespace, name)
     try:
@@ -125,12 +133,14 @@ async def trigger_job(
     name: str,
     payload: Any = None,
     idempotency_key: str | None = None,
+    correlation_id: str | None = None,
 ) -> int:
-    """Run a job now, whatever its schedule (optionally with another payload)."""
+    """Run a job now, whatever its schedule (optionally with another payload).
+    ``correlation_id``: the request that asked for it, stamped on the run."""
     job = await get_job(store, namespace, name)
     payload_json = encode_json("payload", payload) if payload is not None else None
     [enqueued] = await store.enqueue(
-        [manual_run(job, payload_json, idempotency_key)], clock.db_now()
+        [manual_run(job, payload_json, idempotency_key, correlation_id)], clock.db_now()
     )
     return enqueued.run_id
 

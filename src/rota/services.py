@@ -6,12 +6,14 @@ returns domain values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from rota.clock import Clock, require_aware
+from rota.domain.limits import Limit
 from rota.domain.runs import (
     Attempt,
     LogLine,
@@ -21,13 +23,22 @@ from rota.domain.runs import (
     check_name,
     check_positive_int,
     check_priority,
+    check_tags,
     check_timeout,
     encode_json,
+    replay_request,
 )
+from rota.domain.search import RunSearch
 from rota.domain.states import RunState
-from rota.errors import InvalidArgument, RunNotFound
+from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
+from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry
 from rota.store.port import Store
+
+# Which namespaces a caller may see: None means every one.
+Namespaces = Collection[str] | None
+MAX_PAGE = 500
+MAX_REPLAY_BATCH = 100
 
 JOB_FIELDS = (
     "handler",
@@ -38,6 +49,10 @@ JOB_FIELDS = (
     "queue",
     "max_attempts",
     "timeout",
+    "tags",
+    "concurrency_key",
+    "key_limit",
+    "deadline",
 )
 
 
@@ -53,6 +68,10 @@ class RunRequest:
     queue: str | None = None
     max_attempts: int | None = None
     timeout: float | None = None
+    tags: tuple[str, ...] | list[str] | None = None  # in addition to the handler's
+    concurrency_key: str | None = None
+    key_limit: int | None = None  # cap for concurrency_key (default: the handler's)
+    deadline: datetime | None = None  # start by then, or be cancelled
 
     @classmethod
     def coerce(cls, value: RunRequest | Mapping[str, Any]) -> RunRequest:
@@ -68,13 +87,27 @@ class RunRequest:
         return cls(**value)
 
 
-def new_run(registry: Registry, job: RunRequest) -> NewRun:
-    """Validate a job against its handler's registration and defaults."""
+def new_run(
+    registry: Registry,
+    job: RunRequest,
+    now: datetime | None = None,
+    correlation_id: str | None = None,
+) -> NewRun:
+    """Validate a job against its handler's registration and defaults. ``now`` (the
+    caller's clock) is only used to refuse a deadline that has already passed."""
     spec = registry.require(job.handler)
     if job.idempotency_key is not None and (
         not isinstance(job.idempotency_key, str) or not 1 <= len(job.idempotency_key) <= 255
     ):
         raise InvalidArgument("idempotency_key", job.idempotency_key, "a string of 1-255 chars")
+    deadline = require_aware(job.deadline, "deadline") if job.deadline is not None else None
+    if deadline is not None and now is not None and deadline <= now:
+        raise InvalidArgument("deadline", job.deadline, f"an instant after now ({now.isoformat()})")
+    key = check_name("concurrency_key", job.concurrency_key) if job.concurrency_key else None
+    if job.key_limit is not None and key is None:
+        raise InvalidArgument("key_limit", job.key_limit, "to come with a concurrency_key")
+    key_limit = check_positive_int("key_limit", job.key_limit) if job.key_limit else spec.key_limit
+    extra_tags = check_tags(job.tags) if job.tags is not None else ()
     return NewRun(
         handler=spec.name,
         payload_json=encode_json("payload", job.payload),
@@ -88,6 +121,11 @@ def new_run(registry: Registry, job: RunRequest) -> NewRun:
         ),
         timeout=check_timeout(job.timeout) if job.timeout is not None else spec.timeout,
         idempotency_key=job.idempotency_key,
+        tags=tuple(sorted(set(spec.tags) | set(extra_tags))),
+        concurrency_key=key,
+        concurrency_limit=key_limit if key else None,
+        deadline=deadline,
+        correlation_id=correlation_id,
     )
 
 
@@ -95,9 +133,11 @@ async def enqueue(store: Store, clock: Clock, runs: Sequence[NewRun]) -> list[in
     return [e.run_id for e in await store.enqueue(runs, clock.db_now())]
 
 
-async def get_run(store: Store, run_id: int) -> Run:
+async def get_run(store: Store, run_id: int, namespaces: Namespaces = None) -> Run:
+    """The run; RunNotFound also when it is outside ``namespaces`` (None: all), so a
+    caller cannot tell another team's run from a missing one."""
     run = await store.get_run(run_id)
-    if run is None:
+    if run is None or (namespaces is not None and run.namespace not in namespaces):
         raise RunNotFound(run_id)
     return run
 
@@ -109,8 +149,8 @@ class RunDetail:
     logs: list[LogLine]
 
 
-async def run_detail(store: Store, run_id: int) -> RunDetail:
-    run = await get_run(store, run_id)
+async def run_detail(store: Store, run_id: int, namespaces: Namespaces = None) -> RunDetail:
+    run = await get_run(store, run_id, namespaces)
     return RunDetail(run, await store.attempts(run_id), await store.logs(run_id))
 
 
@@ -141,9 +181,108 @@ async def list_runs(
     )
 
 
-async def cancel(store: Store, clock: Clock, run_id: int) -> Run:
+async def cancel(store: Store, clock: Clock, run_id: int, namespaces: Namespaces = None) -> Run:
+    if namespaces is not None:
+        await get_run(store, run_id, namespaces)  # a run's namespace never changes
     return await store.request_cancel(run_id, clock.db_now())
 
 
-async def replay(store: Store, clock: Clock, run_id: int) -> int:
-    return await store.replay(run_id, clock.db_now())
+async def replay(
+    store: Store,
+    clock: Clock,
+    run_id: int,
+    namespaces: Namespaces = None,
+    correlation_id: str | None = None,
+) -> int:
+    """A fresh run repeating a finished one (see :func:`replay_request`); replaying the
+    same run again returns the same new run."""
+    if namespaces is None and correlation_id is None:
+        return await store.replay(run_id, clock.db_now())
+    fresh = replay_request(run_id, await get_run(store, run_id, namespaces))
+    fresh = dataclasses.replace(fresh, correlation_id=correlation_id)
+    [enqueued] = await store.enqueue([fresh], clock.db_now())
+    return enqueued.run_id
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    run_id: int
+    new_run_id: int | None  # None when it could not be replayed
+    error: str | None = None
+
+
+async def replay_many(
+    store: Store,
+    clock: Clock,
+    run_ids: Sequence[int],
+    namespaces: Namespaces = None,
+    correlation_id: str | None = None,
+) -> list[ReplayResult]:
+    """Replay each run on its own: one that cannot be replayed (missing, live, another
+    namespace's) is reported and does not stop the others."""
+    if not 1 <= len(run_ids) <= MAX_REPLAY_BATCH:
+        raise InvalidArgument("run_ids", len(run_ids), f"1-{MAX_REPLAY_BATCH} run ids")
+    results = []
+    for run_id in dict.fromkeys(run_ids):
+        try:
+            new_id = await replay(store, clock, run_id, namespaces, correlation_id)
+            results.append(ReplayResult(run_id, new_id))
+        except (RunNotFound, InvalidTransition) as exc:
+            results.append(ReplayResult(run_id, None, str(exc)))
+    return results
+
+
+async def search_runs(
+    store: Store, search: RunSearch, job: tuple[str, str] | None = None
+) -> list[Run]:
+    """Runs matching ``search``; ``job`` = (namespace, name) narrows to one job's runs
+    (none if there is no such job)."""
+    if not 1 <= search.limit <= MAX_PAGE:
+        raise InvalidArgument("limit", search.limit, f"an integer 1-{MAX_PAGE}")
+    if search.text is not None and not 1 <= len(search.text) <= 200:
+        raise InvalidArgument("q", search.text, "1-200 characters")
+    for name, value in (
+        ("created_after", search.created_after),
+        ("created_before", search.created_before),
+    ):
+        if value is not None:
+            require_aware(value, name)
+    if job is not None:
+        found = await store.get_job(*job)
+        if found is None or (search.namespaces is not None and job[0] not in search.namespaces):
+            return []
+        search = dataclasses.replace(search, job_id=found.id)
+    return await store.search_runs(search)
+
+
+# -- claim-time controls and the worker registry ------------------------------
+async def list_workers(store: Store) -> list[WorkerInfo]:
+    return await store.list_workers()
+
+
+async def drain_worker(store: Store, clock: Clock, node_id: str) -> None:
+    """The worker stops claiming and finishes what it holds (it notices within one
+    registry heartbeat)."""
+    if not await store.set_worker_state(node_id, WorkerState.DRAINING):
+        raise WorkerNotFound(node_id)
+
+
+async def resume_worker(store: Store, clock: Clock, node_id: str) -> None:
+    if not await store.set_worker_state(node_id, WorkerState.ACTIVE):
+        raise WorkerNotFound(node_id)
+
+
+async def set_limit(store: Store, scope: str, name: str, max_running: int) -> Limit:
+    limit = Limit.parse(scope, name, max_running)
+    await store.set_limit(limit)
+    return limit
+
+
+async def clear_limit(store: Store, scope: str, name: str) -> None:
+    if not await store.clear_limit(scope, name):
+        raise InvalidArgument("limit", f"{scope}:{name}", "an existing limit (see list_limits)")
+
+
+async def unclaimable(store: Store, clock: Clock, limit: int = 100) -> list[UnclaimableRun]:
+    """Due runs that need tags no live worker serving their queue has."""
+    return await store.unclaimable_runs(clock.db_now(), limit)

@@ -76,3 +76,11 @@ async def test_runs_needing_tags_no_live_worker_has_are_reported(store: Store) -
     reported = await store.unclaimable_runs(at(1), 10)
     assert [(r.run_id, r.tags) for r in reported] == [(stranded, ("tpu",))]
     assert servable != stranded
+
+
+async def test_vacuum_runs_on_a_busy_table(store: Store) -> None:
+    for _ in range(20):
+        await enqueue_one(store, T0)
+    await claim(store, T0, limit=20)
+    await store.vacuum()  # must not fail inside the store's own connection handling
+    assert len(await store.list_workers()) == 0

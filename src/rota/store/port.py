@@ -202,6 +202,10 @@ class Store(Protocol):
 
     async def unclaimable_runs(self, now: datetime | None, limit: int) -> list[UnclaimableRun]: ...
 
+    async def vacuum(self) -> None:
+        """Reclaim dead row versions in the hot tables (a leader duty; every claim and
+        completion leaves one behind, and a queue decays without it)."""
+
     async def wait_for_work(self, timeout: float) -> None:
         """Return when new work may be claimable (a notification) or after ``timeout``."""
 

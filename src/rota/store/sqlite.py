@@ -806,6 +806,11 @@ class SqliteStore:
 
         return await self._call(work)
 
+    async def vacuum(self) -> None:
+        # SQLite reuses freed pages by itself; refreshing the planner's statistics is
+        # what keeps the claim on its index.
+        await self._call(lambda conn: conn.execute("PRAGMA optimize"))
+
     async def wait_for_work(self, timeout: float) -> None:
         # SQLite has no notifications across processes; an indexed poll is cheap.
         await asyncio.sleep(min(timeout, self.poll_seconds))

@@ -1,0 +1,187 @@
+"""The HTTP API: ``create_api(rota_app, settings)`` builds the FastAPI application.
+
+HTTP only: routes translate between JSON and the use cases in ``rota.services``,
+``rota.schedules`` and ``rota.access``; no SQL and no business rules live here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+import structlog
+from fastapi import Depends, FastAPI
+from fastapi.routing import APIRoute, iter_route_contexts
+
+import rota
+from rota.api import problems
+from rota.api.audit import AuditMiddleware
+from rota.api.auth import ScopeGuard
+from rota.api.context import ApiContext
+from rota.api.middleware import EdgeMiddleware
+from rota.api.ratelimit import RateLimiter
+from rota.api.routes import access, cluster, jobs, public, runs
+from rota.api.settings import ApiSettings
+from rota.app import App
+from rota.housekeeping import Housekeeper
+from rota.leader import LeaderElector
+from rota.worker import WorkerOptions, default_node_id
+
+log = structlog.get_logger("rota.api")
+
+
+def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
+    """The API over ``rota_app`` (its handlers, store and clock). With
+    ``settings.embedded_worker`` / ``embedded_leader`` the app's lifespan also runs a
+    worker / stands for leader on the server's event loop."""
+    settings.check_startable()
+    context = ApiContext(
+        rota_app=rota_app,
+        settings=settings,
+        limiter=RateLimiter(
+            settings.rate_per_second, settings.rate_burst, rota_app.clock.monotonic
+        ),
+        failed_auth=RateLimiter(
+            settings.failed_auth_per_second, settings.failed_auth_burst, rota_app.clock.monotonic
+        ),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            async with _embedded(context):
+                yield
+        finally:
+            await rota_app.aclose()  # the store this event loop opened
+
+    api = FastAPI(
+        title="rota",
+        version=rota.__version__,
+        summary="A distributed job scheduler: jobs, runs, the dead-letter queue, workers.",
+        lifespan=lifespan,
+        redoc_url=None,
+        dependencies=[Depends(problems.refuse_unknown_query)],
+    )
+    api.state.rota = context
+    problems.install(api)
+    for router in (
+        jobs.router,
+        runs.router,
+        runs.dlq,
+        cluster.router,
+        access.router,
+        public.health_router,
+    ):
+        api.include_router(router)
+    if settings.dev_tokens:
+        api.include_router(public.dev_router)
+    api.add_middleware(AuditMiddleware, context=context)
+    api.add_middleware(EdgeMiddleware, body_limit_bytes=settings.body_limit_bytes)
+    api.openapi = lambda: _openapi(api)  # type: ignore[method-assign]
+    return api
+
+
+def api_routes(api: FastAPI) -> list[tuple[str, APIRoute]]:
+    """Every API route with the path it answers on (routers included lazily too)."""
+    found = []
+    for context in iter_route_contexts(api.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute):
+            found.append((context.path_format or route.path_format, route))
+    return found
+
+
+def route_scope(route: APIRoute) -> str | None:
+    """The scope a route's guard requires, or None if it has no guard."""
+    stack = list(route.dependant.dependencies)
+    while stack:
+        dependency = stack.pop()
+        if isinstance(dependency.call, ScopeGuard):
+            return dependency.call.scope.value
+        stack.extend(dependency.dependencies)
+    return None
+
+
+def _openapi(api: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, with problems declared as application/problem+json and each
+    operation's required scope in its security requirement."""
+    if api.openapi_schema:
+        return api.openapi_schema
+    from fastapi.openapi.utils import get_openapi
+
+    schema = get_openapi(
+        title=api.title,
+        version=api.version,
+        summary=api.summary,
+        description=(
+            "Authenticate with `Authorization: Bearer <JWT or API key>`. Each operation "
+            "needs the one scope listed in its security requirement. Errors are RFC 9457 "
+            "problem details (`application/problem+json`)."
+        ),
+        routes=api.routes,
+    )
+    problem_ref = "#/components/schemas/Problem"
+    for path, route in api_routes(api):
+        scope = route_scope(route)
+        for method in route.methods or ():
+            operation = schema["paths"][path][method.lower()]
+            if scope is not None:
+                operation["security"] = [{"HTTPBearer": [scope]}]
+                operation["x-required-scope"] = scope
+            for response in operation.get("responses", {}).values():
+                content = response.get("content", {})
+                json_body = content.get("application/json", {})
+                if json_body.get("schema", {}).get("$ref") == problem_ref:
+                    content[problems.PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+    api.openapi_schema = schema
+    return schema
+
+
+@contextlib.asynccontextmanager
+async def _embedded(context: ApiContext) -> AsyncIterator[None]:
+    """Run the embedded worker (or, without one, a leader candidate) beside the API."""
+    settings, app = context.settings, context.rota_app
+    if not (settings.embedded_worker or settings.embedded_leader):
+        yield
+        return
+    await app.store()  # open and migrate before serving, so start-up errors come first
+    stop = asyncio.Event()
+    node_id = settings.node_id or default_node_id()
+    if settings.embedded_worker:
+        options = dataclasses.replace(
+            app.worker_options(concurrency=settings.worker_concurrency, node_id=node_id),
+            leader=settings.embedded_leader,
+        )
+        task = asyncio.create_task(_work(app, stop, options), name="rota-embedded-worker")
+    else:
+        task = asyncio.create_task(_lead(context, stop, node_id), name="rota-embedded-leader")
+    log.info(
+        "embedded duties started",
+        worker=settings.embedded_worker,
+        leader=settings.embedded_leader,
+        node_id=node_id,
+    )
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
+async def _work(app: App, stop: asyncio.Event, options: WorkerOptions) -> None:
+    await app.work(stop, options)
+
+
+async def _lead(context: ApiContext, stop: asyncio.Event, node_id: str) -> None:
+    """Stand for leader without working runs (``rota server --no-worker``)."""
+    app = context.rota_app
+    store = await app.store()
+    keeper = Housekeeper(store, app.settings, app.clock)
+    elector = LeaderElector(store, node_id, app.settings.leader_lease_seconds, app.clock)
+    duties = asyncio.create_task(elector.run(keeper.run), name="rota-leader")
+    await stop.wait()
+    duties.cancel()
+    await asyncio.gather(duties, return_exceptions=True)

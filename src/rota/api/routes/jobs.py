@@ -1,0 +1,195 @@
+"""Jobs: a handler + payload + options + an optional schedule."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Header, Query, Request, Response
+
+from rota import payloads, schedules
+from rota.api.auth import Manager, Reader, Trigger
+from rota.api.context import Context, StoreDep, audit_target, correlation_id
+from rota.api.problems import AUTHENTICATED, responses
+from rota.api.schemas import JobCreate, JobList, JobOut, JobUpdate, Name, Triggered, TriggerRequest
+from rota.domain.access import Principal
+from rota.domain.jobs import Job, JobSpec
+from rota.errors import JobNotFound
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+NamespaceQuery = Annotated[Name, Query(description="The job's namespace.")]
+TRIGGER_FIELDS = ("cron", "interval_seconds", "at")
+
+
+def _visible(principal: Principal, namespace: str, name: str) -> None:
+    if not principal.can_see(namespace):
+        raise JobNotFound(namespace, name)
+
+
+def _spec(context: Context, name: str, namespace: str, fields: dict[str, Any]) -> JobSpec:
+    """Request fields -> a validated JobSpec (run options default from the handler)."""
+    registry = context.rota_app.registry
+    payloads.check_payload(registry, fields["handler"], fields.get("payload"))
+    return schedules.job_spec(
+        registry,
+        name,
+        fields["handler"],
+        fields.get("payload"),
+        cron=fields.get("cron"),
+        interval=fields.get("interval_seconds"),
+        at=fields.get("at"),
+        timezone=fields.get("timezone") or "UTC",
+        namespace=namespace,
+        misfire=fields.get("misfire"),
+        overlap=fields.get("overlap"),
+        catch_up_window_seconds=fields.get("catch_up_window_seconds"),
+        run_all_cap=fields.get("run_all_cap"),
+        jitter_seconds=fields.get("jitter_seconds"),
+        queue=fields.get("queue"),
+        priority=fields.get("priority"),
+        max_attempts=fields.get("max_attempts"),
+        timeout=fields.get("timeout_seconds"),
+    )
+
+
+def _fields_of(job: Job) -> dict[str, Any]:
+    out = JobOut.of(job)
+    return out.model_dump(include=set(JobUpdate.model_fields))
+
+
+@router.get("", responses=responses(*AUTHENTICATED))
+async def list_jobs(
+    principal: Reader, store: StoreDep, namespace: Annotated[Name | None, Query()] = None
+) -> JobList:
+    """Every job the caller can see (optionally in one namespace), by namespace and name."""
+    jobs = await store.list_jobs(namespace)
+    return JobList(items=[JobOut.of(job) for job in jobs if principal.can_see(job.spec.namespace)])
+
+
+@router.post("", status_code=201, responses=responses(*AUTHENTICATED, 400, 409))
+async def create_job(
+    request: Request, principal: Manager, context: Context, store: StoreDep, body: JobCreate
+) -> JobOut:
+    """Create a job. 409 if the name is taken in its namespace (update it instead)."""
+    audit_target(request, f"job {body.namespace}/{body.name}", body.namespace)
+    _visible(principal, body.namespace, body.name)
+    fields = body.model_dump(exclude={"name", "namespace"})
+    spec = _spec(context, body.name, body.namespace, fields)
+    return JobOut.of(await schedules.create_job(store, context.clock, spec))
+
+
+@router.get("/{name}", responses=responses(*AUTHENTICATED, 404))
+async def get_job(
+    name: Name, principal: Reader, store: StoreDep, namespace: NamespaceQuery = "default"
+) -> JobOut:
+    _visible(principal, namespace, name)
+    return JobOut.of(await schedules.get_job(store, namespace, name))
+
+
+@router.patch("/{name}", responses=responses(*AUTHENTICATED, 400, 404))
+async def update_job(
+    request: Request,
+    name: Name,
+    principal: Manager,
+    context: Context,
+    store: StoreDep,
+    body: JobUpdate,
+    namespace: NamespaceQuery = "default",
+) -> JobOut:
+    """Change the fields given. Planning carries on unless the schedule changed."""
+    audit_target(request, f"job {namespace}/{name}", namespace)
+    _visible(principal, namespace, name)
+    job = await schedules.get_job(store, namespace, name)
+    fields = _fields_of(job)
+    changes = body.model_dump(include=body.model_fields_set)
+    if any(key in changes for key in TRIGGER_FIELDS):
+        fields.update(dict.fromkeys(TRIGGER_FIELDS))
+    for key, value in changes.items():
+        if value is not None or key in TRIGGER_FIELDS or key == "payload":
+            fields[key] = value
+    spec = _spec(context, name, namespace, fields)
+    return JobOut.of(await schedules.save_job(store, context.clock, spec))
+
+
+@router.delete("/{name}", status_code=204, responses=responses(*AUTHENTICATED, 404))
+async def delete_job(
+    request: Request,
+    name: Name,
+    principal: Manager,
+    store: StoreDep,
+    namespace: NamespaceQuery = "default",
+) -> Response:
+    """Delete a job; its runs stay."""
+    audit_target(request, f"job {namespace}/{name}", namespace)
+    _visible(principal, namespace, name)
+    await schedules.delete_job(store, namespace, name)
+    return Response(status_code=204)
+
+
+async def _pause(
+    request: Request,
+    context: Context,
+    principal: Principal,
+    name: str,
+    namespace: str,
+    paused: bool,
+) -> JobOut:
+    audit_target(request, f"job {namespace}/{name}", namespace)
+    _visible(principal, namespace, name)
+    store = await context.store()
+    return JobOut.of(await schedules.set_paused(store, context.clock, namespace, name, paused))
+
+
+@router.post("/{name}/pause", responses=responses(*AUTHENTICATED, 404))
+async def pause_job(
+    request: Request,
+    name: Name,
+    principal: Manager,
+    context: Context,
+    namespace: NamespaceQuery = "default",
+) -> JobOut:
+    """Stop planning runs for the job (runs already made are untouched)."""
+    return await _pause(request, context, principal, name, namespace, True)
+
+
+@router.post("/{name}/resume", responses=responses(*AUTHENTICATED, 404))
+async def resume_job(
+    request: Request,
+    name: Name,
+    principal: Manager,
+    context: Context,
+    namespace: NamespaceQuery = "default",
+) -> JobOut:
+    """Plan again from now; slots that fell in the pause are skipped."""
+    return await _pause(request, context, principal, name, namespace, False)
+
+
+@router.post("/{name}/trigger", status_code=202, responses=responses(*AUTHENTICATED, 400, 404))
+async def trigger_job(
+    request: Request,
+    name: Name,
+    principal: Trigger,
+    context: Context,
+    store: StoreDep,
+    body: Annotated[TriggerRequest | None, Body()] = None,
+    namespace: NamespaceQuery = "default",
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=255,
+            description="Retrying with the same key returns the same run.",
+        ),
+    ] = None,
+) -> Triggered:
+    """Run the job now, whatever its schedule; the body's payload replaces the job's."""
+    audit_target(request, f"job {namespace}/{name}", namespace)
+    _visible(principal, namespace, name)
+    job = await schedules.get_job(store, namespace, name)
+    payload = body.payload if body is not None and "payload" in body.model_fields_set else None
+    if payload is not None:
+        payloads.check_payload(context.rota_app.registry, job.spec.handler, payload)
+    run_id = await schedules.trigger_job(
+        store, context.clock, namespace, name, payload, idempotency_key, correlation_id(request)
+    )
+    return Triggered(run_id=run_id)

@@ -1,0 +1,191 @@
+"""Runs: search with keyset pagination, one run with its attempts, its logs, cancel,
+requeue; and the dead-letter queue, which is the runs that ran out of attempts."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from rota import services
+from rota.api import pagination
+from rota.api.auth import Reader, Trigger
+from rota.api.context import Context, StoreDep, audit_target, correlation_id
+from rota.api.problems import AUTHENTICATED, responses
+from rota.api.schemas import (
+    MAX_ID,
+    AttemptOut,
+    Instant,
+    LogLineOut,
+    Name,
+    ReplayMany,
+    ReplayManyOut,
+    ReplayResultOut,
+    Requeued,
+    RunDetailOut,
+    RunLogs,
+    RunOut,
+    RunPage,
+)
+from rota.domain.access import Principal
+from rota.domain.search import RunSearch
+from rota.domain.states import RunState
+
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+dlq = APIRouter(prefix="/api/v1/dlq", tags=["dead-letter queue"])
+RunId = Annotated[int, Path(ge=1, le=MAX_ID)]
+CURSOR = "run"
+
+
+class RunFilters:
+    """The query parameters runs and the DLQ share."""
+
+    def __init__(
+        self,
+        namespace: Annotated[Name | None, Query(description="Only this namespace.")] = None,
+        handler: Annotated[Name | None, Query()] = None,
+        queue: Annotated[Name | None, Query()] = None,
+        tag: Annotated[Name | None, Query(description="Runs that require this tag.")] = None,
+        job: Annotated[Name | None, Query(description="Runs of this job (in namespace).")] = None,
+        created_after: Annotated[
+            Instant | None, Query(description="ISO 8601 with an offset, inclusive.")
+        ] = None,
+        created_before: Annotated[
+            Instant | None, Query(description="ISO 8601 with an offset, exclusive.")
+        ] = None,
+        q: Annotated[
+            str | None,
+            Query(min_length=1, max_length=200, description="Text in handler, job or error."),
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        cursor: Annotated[str | None, Query(max_length=200)] = None,
+    ) -> None:
+        self.namespace = namespace
+        self.handler = handler
+        self.queue = queue
+        self.tag = tag
+        self.job = job
+        self.created_after = created_after
+        self.created_before = created_before
+        self.q = q
+        self.limit = limit
+        self.cursor = cursor
+
+
+async def _page(
+    store: StoreDep, principal: Principal, filters: RunFilters, states: tuple[RunState, ...]
+) -> RunPage:
+    if filters.namespace is not None:
+        namespaces: tuple[str, ...] | None = (
+            (filters.namespace,) if principal.can_see(filters.namespace) else ()
+        )
+    else:
+        namespaces = None if principal.namespaces is None else tuple(sorted(principal.namespaces))
+    search = RunSearch(
+        namespaces=namespaces,
+        states=states,
+        handler=filters.handler,
+        queue=filters.queue,
+        tag=filters.tag,
+        created_after=filters.created_after,
+        created_before=filters.created_before,
+        text=filters.q,
+        before_id=pagination.decode(CURSOR, filters.cursor),
+        limit=filters.limit,
+    )
+    job = (filters.namespace or "default", filters.job) if filters.job else None
+    runs = await services.search_runs(store, search, job)
+    return RunPage(
+        items=[RunOut.of(run) for run in runs],
+        next_cursor=pagination.next_cursor(CURSOR, [r.id for r in runs], filters.limit),
+    )
+
+
+@router.get("", responses=responses(*AUTHENTICATED, 400))
+async def list_runs(
+    principal: Reader,
+    store: StoreDep,
+    filters: Annotated[RunFilters, Depends()],
+    state: Annotated[list[RunState] | None, Query(description="Any of these states.")] = None,
+) -> RunPage:
+    """Runs newest first. Filters combine with AND; page on with ``next_cursor``."""
+    return await _page(store, principal, filters, tuple(state or ()))
+
+
+@router.get("/{run_id}", responses=responses(*AUTHENTICATED, 404))
+async def get_run(run_id: RunId, principal: Reader, store: StoreDep) -> RunDetailOut:
+    """One run with every attempt: start, end, duration, worker, fencing token, error."""
+    detail = await services.run_detail(store, run_id, principal.namespaces)
+    return RunDetailOut(
+        run=RunOut.of(detail.run), attempts=[AttemptOut.of(a) for a in detail.attempts]
+    )
+
+
+@router.get("/{run_id}/logs", responses=responses(*AUTHENTICATED, 404))
+async def run_logs(run_id: RunId, principal: Reader, store: StoreDep) -> RunLogs:
+    """The lines the handler logged through ``ctx.log``, in order."""
+    detail = await services.run_detail(store, run_id, principal.namespaces)
+    return RunLogs(run_id=run_id, lines=[LogLineOut.of(line) for line in detail.logs])
+
+
+@router.post("/{run_id}/cancel", responses=responses(*AUTHENTICATED, 404, 409))
+async def cancel_run(
+    request: Request, run_id: RunId, principal: Trigger, context: Context, store: StoreDep
+) -> RunOut:
+    """A waiting run is cancelled at once; a running one is asked to stop."""
+    audit_target(request, f"run {run_id}")
+    run = await services.cancel(store, context.clock, run_id, principal.namespaces)
+    request.state.audit_namespace = run.namespace
+    return RunOut.of(run)
+
+
+async def _requeue(
+    request: Request, run_id: RunId, principal: Principal, context: Context, store: StoreDep
+) -> Requeued:
+    audit_target(request, f"run {run_id}")
+    new_id = await services.replay(
+        store, context.clock, run_id, principal.namespaces, correlation_id(request)
+    )
+    return Requeued(run_id=run_id, new_run_id=new_id)
+
+
+@router.post("/{run_id}/requeue", status_code=201, responses=responses(*AUTHENTICATED, 404, 409))
+async def requeue_run(
+    request: Request, run_id: RunId, principal: Trigger, context: Context, store: StoreDep
+) -> Requeued:
+    """Run a finished run again as a fresh run (dead-lettered, failed, timed out or
+    cancelled). Asking twice returns the same new run."""
+    return await _requeue(request, run_id, principal, context, store)
+
+
+@dlq.get("", responses=responses(*AUTHENTICATED, 400))
+async def list_dead(
+    principal: Reader, store: StoreDep, filters: Annotated[RunFilters, Depends()]
+) -> RunPage:
+    """Dead-lettered runs, newest first."""
+    return await _page(store, principal, filters, (RunState.DEAD_LETTERED,))
+
+
+@dlq.post("/replay", responses=responses(*AUTHENTICATED, 400))
+async def replay_many(
+    request: Request, principal: Trigger, context: Context, store: StoreDep, body: ReplayMany
+) -> ReplayManyOut:
+    """Replay each run on its own; one that cannot be replayed is reported, not fatal."""
+    audit_target(request, "runs " + ",".join(str(i) for i in body.run_ids[:20]))
+    results = await services.replay_many(
+        store, context.clock, body.run_ids, principal.namespaces, correlation_id(request)
+    )
+    return ReplayManyOut(
+        results=[
+            ReplayResultOut(run_id=r.run_id, new_run_id=r.new_run_id, error=r.error)
+            for r in results
+        ]
+    )
+
+
+@dlq.post("/{run_id}/replay", status_code=201, responses=responses(*AUTHENTICATED, 404, 409))
+async def replay_dead_run(
+    request: Request, run_id: RunId, principal: Trigger, context: Context, store: StoreDep
+) -> Requeued:
+    """Replay one dead-lettered run as a fresh run."""
+    return await _requeue(request, run_id, principal, context, store)

@@ -1,0 +1,74 @@
+"""``rota server``: the HTTP API on uvicorn, with an embedded worker and leader.
+
+The worker runs on the server's event loop (the API's lifespan starts and stops it), so
+one process serves requests and works runs; ``--no-worker`` / ``--no-leader`` turn
+those off for API-only nodes behind a load balancer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import uvicorn
+from rich.console import Console
+
+from rota.api.app import create_api
+from rota.api.settings import ApiSettings
+from rota.app import App
+from rota.bootstrap import open_store
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 5017
+console = Console(stderr=True)
+
+
+class ServerFailed(Exception):
+    """uvicorn could not start (e.g. the port is taken); it has logged why."""
+
+
+def serve(rota_app: App, settings: ApiSettings, host: str, port: int, log_level: str) -> None:
+    """Serve until SIGTERM/SIGINT; the embedded worker hands back unfinished runs."""
+    settings.check_startable()
+    asyncio.run(_check_database(rota_app))  # one clear error before uvicorn starts
+    api = create_api(rota_app, settings)
+    config = uvicorn.Config(
+        api,
+        host=host,
+        port=port,
+        lifespan="on",
+        log_level=log_level,
+        server_header=False,
+        date_header=True,
+        timeout_graceful_shutdown=int(rota_app.settings.shutdown_grace_seconds) + 5,
+    )
+    server = uvicorn.Server(config)
+    _banner(rota_app, settings, host, port)
+    server.run()
+    if not server.started:
+        raise ServerFailed(f"the server did not start on {host}:{port} (see the log above)")
+
+
+async def _check_database(rota_app: App) -> None:
+    store = await open_store(rota_app.settings)  # also migrates an older schema
+    await store.close()
+
+
+def _banner(rota_app: App, settings: ApiSettings, host: str, port: int) -> None:
+    url = f"http://{host}:{port}"
+    duties = [
+        name
+        for name, on in (("worker", settings.embedded_worker), ("leader", settings.embedded_leader))
+        if on
+    ]
+    console.print(
+        f"[bold]rota server[/] on {url} · database {rota_app.settings.database_url} · "
+        f"handlers: {', '.join(rota_app.registry.names()) or 'none'} · "
+        f"embedded: {', '.join(duties) or 'nothing'} · env {settings.env}"
+    )
+    if settings.dev_tokens:
+        console.print(
+            "  get a token:  [cyan]export ROTA_TOKEN=$(rota token create)[/]\n"
+            f'  then:         [cyan]curl -H "Authorization: Bearer $ROTA_TOKEN" '
+            f"{url}/api/v1/jobs[/]\n"
+            f"  API document: {url}/openapi.json   (interactive: {url}/docs)"
+        )
