@@ -23,9 +23,6 @@ class RunLogger:
         self._now = now
         self._lines: list[LogLine] = []
         self._lock = threading.Lock()  # sync handlers log from their thread
-        self._process_log = structlog.get_logger("rota.run").bind(
-            run_id=run.run_id, handler=run.handler, attempt=run.attempt
-        )
 
     def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:
         try:
@@ -37,7 +34,14 @@ class RunLogger:
         )
         with self._lock:
             self._lines.append(line)
-        getattr(self._process_log, level)(message, **fields)
+        process_log = structlog.get_logger("rota.run")
+        getattr(process_log, level)(
+            message,
+            run_id=self._run.run_id,
+            handler=self._run.handler,
+            attempt=self._run.attempt,
+            **fields,
+        )
 
     def debug(self, message: str, **fields: Any) -> None:
         self._emit("debug", message, fields)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import traceback
-from collections.abc import Awaitable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +19,6 @@ from rota.errors import InvalidArgument, PermanentFailure
 from rota.handlers import HandlerSpec
 
 log = structlog.get_logger("rota.execution")
-
-
-class CancelRequested(Exception):
-    """Raised inside our own waiting when an operator cancelled the run."""
 
 
 @dataclass
@@ -72,8 +67,13 @@ async def execute(
     ctx: RunContext,
     threads: Executor,
     cancel_requested: asyncio.Event,
-    cancel_grace: float,
 ) -> Finished:
+    """Call the handler in the current task, under its timeout.
+
+    A cancel request sets ``ctx.cancelled`` (cooperative); if the handler has not
+    returned after the grace period, the worker cancels this task, which ends the
+    attempt Cancelled here. Any other cancellation (shutdown) propagates.
+    """
     if spec is None:
         return Finished(
             failure_outcome(
@@ -83,15 +83,18 @@ async def execute(
                 f"handler {claimed.handler!r} is not registered on this worker",
             )
         )
-    call = _async_call(spec, ctx, claimed) if spec.is_async else None
-    straggler: asyncio.Future[Any] | None = None
-    if call is None:
-        straggler = asyncio.get_running_loop().run_in_executor(
-            threads, spec.fn, ctx, claimed.payload
-        )
-        call = _await_future(straggler)
+    thread: asyncio.Future[Any] | None = None
     try:
-        result = await _supervise(call, spec.timeout, ctx, cancel_requested, cancel_grace)
+        async with asyncio.timeout(spec.timeout):
+            if spec.is_async:
+                result = await spec.fn(ctx, claimed.payload)
+            else:
+                thread = asyncio.get_running_loop().run_in_executor(
+                    threads, spec.fn, ctx, claimed.payload
+                )
+                # shield: giving up on the wait must not mark the thread's future done;
+                # the worker watches it to know when the thread really returns.
+                result = await asyncio.shield(thread)
     except TimeoutError:
         ctx.cancelled.set()
         error = f"timed out after {spec.timeout:g} s"
@@ -99,21 +102,20 @@ async def execute(
             outcome = failure_outcome(spec, claimed, AttemptOutcome.TIMED_OUT, error)
         else:
             outcome = _final(claimed, RunState.TIMED_OUT, AttemptOutcome.TIMED_OUT, error)
-        return Finished(outcome, _still_running(straggler))
-    except CancelRequested:
-        outcome = _final(
-            claimed, RunState.CANCELLED, AttemptOutcome.CANCELLED, "cancelled by request"
-        )
-        return Finished(outcome, _still_running(straggler))
+        return Finished(outcome, _still_running(thread))
+    except asyncio.CancelledError:
+        if not cancel_requested.is_set():
+            raise
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # the cancellation was ours and ends here, as an outcome
+        return Finished(_cancelled(claimed), _still_running(thread))
     except PermanentFailure as exc:
         return Finished(_final(claimed, RunState.FAILED, AttemptOutcome.FAILED, _error_text(exc)))
     except Exception as exc:  # noqa: BLE001 - a handler may raise anything; each is an outcome
         return Finished(failure_outcome(spec, claimed, AttemptOutcome.FAILED, _error_text(exc)))
     if cancel_requested.is_set():  # the handler saw ctx.cancelled and returned early
-        outcome = _final(
-            claimed, RunState.CANCELLED, AttemptOutcome.CANCELLED, "cancelled by request"
-        )
-        return Finished(outcome)
+        return Finished(_cancelled(claimed))
     try:
         result_json = None if result is None else encode_json("result", result)
     except InvalidArgument as exc:
@@ -129,62 +131,13 @@ async def execute(
     )
 
 
+def _cancelled(claimed: ClaimedRun) -> Outcome:
+    return _final(claimed, RunState.CANCELLED, AttemptOutcome.CANCELLED, "cancelled by request")
+
+
 def _final(claimed: ClaimedRun, state: RunState, outcome: AttemptOutcome, error: str) -> Outcome:
     return Outcome(claimed.run_id, claimed.fence, state, outcome, error=error)
 
 
 def _still_running(future: asyncio.Future[Any] | None) -> asyncio.Future[Any] | None:
     return future if future is not None and not future.done() else None
-
-
-async def _async_call(spec: HandlerSpec, ctx: RunContext, claimed: ClaimedRun) -> Any:
-    return await spec.fn(ctx, claimed.payload)
-
-
-async def _await_future(future: asyncio.Future[Any]) -> Any:
-    # shield: cancelling our wait must not "cancel" the thread's future, which we keep
-    # watching to know when the thread is really done.
-    return await asyncio.shield(future)
-
-
-async def _supervise(
-    call: Awaitable[Any],
-    timeout: float | None,
-    ctx: RunContext,
-    cancel_requested: asyncio.Event,
-    cancel_grace: float,
-) -> Any:
-    """Run ``call`` until it returns, its timeout passes, or a cancel request wins.
-
-    A cancel request first sets ``ctx.cancelled`` (cooperative), then, after
-    ``cancel_grace`` seconds, cancels the task (async handlers stop at their next await).
-    """
-    task: asyncio.Task[Any] = asyncio.ensure_future(call)
-    canceller = asyncio.create_task(
-        _cancel_after_request(task, ctx, cancel_requested, cancel_grace)
-    )
-    try:
-        async with asyncio.timeout(timeout):
-            return await task
-    except asyncio.CancelledError:
-        if canceller.done() and not canceller.cancelled() and canceller.result():
-            raise CancelRequested from None
-        raise
-    finally:
-        canceller.cancel()
-        if not task.done():
-            task.cancel()
-
-
-async def _cancel_after_request(
-    task: asyncio.Task[Any],
-    ctx: RunContext,
-    cancel_requested: asyncio.Event,
-    grace: float,
-) -> bool:
-    await cancel_requested.wait()
-    ctx.cancelled.set()
-    done, _ = await asyncio.wait({task}, timeout=grace)
-    if not done:
-        task.cancel()
-    return True

@@ -221,7 +221,6 @@ class Worker:
 
     async def _run_one(self, held: _Held) -> None:
         claimed, ctx = held.claimed, held.ctx
-        run_log = self._log.bind(run_id=claimed.run_id, fence=claimed.fence)
         slot_taken = True
         try:
             finished = await execute(
@@ -230,21 +229,22 @@ class Worker:
                 ctx,
                 self._threads,
                 held.cancel_requested,
-                self.settings.cancel_grace_seconds,
             )
             if finished.straggler is None:
                 # Free the slot before the write: the next claim need not wait for it.
                 self._free_slot()
                 slot_taken = False
-            await self._record(held, finished.outcome, run_log)
+            await self._record(held, finished.outcome)
             self._held.pop(claimed.run_id, None)
             if finished.straggler is not None:
                 # The outcome stands; the thread keeps its slot until it really returns,
                 # so the worker never runs more threads than its concurrency.
-                run_log.warning("handler thread still running after its attempt ended")
+                self._run_log(claimed).warning(
+                    "handler thread still running after its attempt ended"
+                )
                 await asyncio.wait({finished.straggler})
         except asyncio.CancelledError:
-            # Shutdown past the grace period, or the lease was lost: no outcome of ours.
+            # Shutdown past the grace period: no outcome of ours; the run is released.
             if ctx._transaction is not None:
                 await ctx._transaction.rollback()
             raise
@@ -254,13 +254,19 @@ class Worker:
             self._held.pop(claimed.run_id, None)
             self._tasks.pop(claimed.run_id, None)
 
-    async def _record(self, held: _Held, outcome: Any, run_log: Any) -> None:
+    def _run_log(self, claimed: ClaimedRun) -> Any:
+        # Bound only when there is something to say: binding per run costs the hot path.
+        return self._log.bind(run_id=claimed.run_id, fence=claimed.fence)
+
+    async def _record(self, held: _Held, outcome: Any) -> None:
         ctx, tx = held.ctx, held.ctx._transaction
         held.recording = True
         if held.lost or held.released:
             if tx is not None:
                 await tx.rollback()
-            run_log.warning("attempt result discarded: the lease is no longer ours")
+            self._run_log(held.claimed).warning(
+                "attempt result discarded: the lease is no longer ours"
+            )
             return
         if tx is not None:
             if outcome.state is RunState.SUCCEEDED:
@@ -271,13 +277,24 @@ class Worker:
                 written = await self._writer.record(outcome, ctx.log.take())
         else:
             written = await self._writer.record(outcome, ctx.log.take())
-        if written:
-            run_log.debug("outcome recorded", state=outcome.state.value)
-        else:
-            run_log.warning(
+        if not written:
+            self._run_log(held.claimed).warning(
                 "outcome rejected by the fence: another worker holds this run now",
                 state=outcome.state.value,
             )
+
+    def _cancel(self, held: _Held) -> None:
+        """Ask the handler to stop (ctx.cancelled); if it has not returned after the
+        grace period, cancel its task, which ends the attempt Cancelled."""
+        held.cancel_requested.set()
+        held.ctx.cancelled.set()
+        task = self._tasks.get(held.claimed.run_id)
+
+        def force() -> None:
+            if task is not None and not task.done() and not held.recording:
+                task.cancel()
+
+        asyncio.get_running_loop().call_later(self.settings.cancel_grace_seconds, force)
 
     def _free_slot(self) -> None:
         self._busy -= 1
@@ -310,14 +327,11 @@ class Worker:
             run_id = h.claimed.run_id
             if run_id in result.lost and run_id in self._held and not h.recording:
                 h.lost = True
-                h.ctx.cancelled.set()
                 self._log.warning("lease lost; stopping the run", run_id=run_id)
-                task = self._tasks.get(run_id)
-                if task is not None and not task.done():
-                    h.cancel_requested.set()
+                self._cancel(h)
             elif run_id in result.cancel_requested and not h.cancel_requested.is_set():
                 self._log.info("cancel requested", run_id=run_id)
-                h.cancel_requested.set()
+                self._cancel(h)
 
     # -- the registry ---------------------------------------------------------
     async def _publish_handler_limits(self) -> None:

@@ -400,6 +400,22 @@ class PostgresStore:
         now: datetime | None,
     ) -> list[ClaimedRun]:
         """Claim runs some limit applies to, one claimer at a time cluster-wide."""
+        try:
+            return await self._claim_limited_locked(conn, request, queues, tags, limits, want, now)
+        except psycopg.errors.LockNotAvailable:
+            log.info("limited claim skipped: another claimer holds the limits lock")
+            return []
+
+    async def _claim_limited_locked(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        request: ClaimRequest,
+        queues: list[str],
+        tags: list[str],
+        limits: Limits,
+        want: int,
+        now: datetime | None,
+    ) -> list[ClaimedRun]:
         async with conn.transaction():
             await conn.execute(Q["claim_lock"])
             active = Active()

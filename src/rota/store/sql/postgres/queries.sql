@@ -81,7 +81,11 @@ RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fenc
 
 -- name: claim_lock
 -- Serialises limit-checking claims cluster-wide for this transaction, so two claimers
--- never both take the last slot of a limit. Plain claims do not take it.
+-- never both take the last slot of a limit. Plain claims do not take it. A holder that
+-- stalls (a paused process) must not stall every limited claim: the server ends its
+-- session after 5 s idle in this transaction, and waiters give up after 2 s.
+SET LOCAL idle_in_transaction_session_timeout = '5s';
+SET LOCAL lock_timeout = '2s';
 SELECT pg_advisory_xact_lock(7307916210);
 
 -- name: limits
