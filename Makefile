@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test lint format bench install clean
+.PHONY: run demo test lint format bench install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,14 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed
 
+# rota server with the example handlers and an example schedule on sqlite:///rota.db;
+# it prints how to get a token and what to curl.
 run: install
+	$(BIN)/python -m rota.examples
+	$(BIN)/rota server --app rota.examples:app
+
+# Two workers, one SIGKILLed mid-run, and the takeover.
+demo: install
 	$(BIN)/python -m rota.demo
 
 test: install

@@ -25,6 +25,9 @@ class RunLogger:
         self._lock = threading.Lock()  # sync handlers log from their thread
 
     def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:
+        if self._run.correlation_id is not None:
+            # The request that created the run: its lines can be found by that id.
+            fields = {"correlation_id": self._run.correlation_id, **fields}
         try:
             fields_json = json.dumps(fields, default=str)
         except (TypeError, ValueError):

@@ -58,18 +58,24 @@ async def long_etl(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, A
 
 
 def install_example_schedule(target: rota.App) -> rota.Job:
-    """A report every five minutes, so `make run` has a schedule to show. Saving it
-    again replaces it, so running this twice is harmless."""
+    """A report every 15 seconds (6 fields: seconds first), so `make run` shows the
+    planner at work at once. Saving it again replaces it: running this twice is harmless."""
     return target.schedule(
         "example-report",
         handler="send-report",
         payload={"day": "today", "to": "team@example.com"},
-        cron="*/5 * * * *",
+        cron="*/15 * * * * *",
         overlap="skip",
     )
 
 
-if __name__ == "__main__":  # `make run`: install the schedule, then start the server
+if __name__ == "__main__":  # `make run`: install the schedule and some work, then serve
     job = install_example_schedule(app)
     print(f"example schedule {job.spec.name!r}: {job.spec.schedule_text(job.created_at)}")
+    runs = [
+        app.enqueue("export-csv", {"rows": 500}),
+        app.enqueue("flaky", {}),
+        app.enqueue("long-etl", {"steps": 4}),
+    ]
+    print(f"enqueued example runs {runs}: the server's embedded worker runs them now")
     app.close()

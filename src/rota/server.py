@@ -67,7 +67,7 @@ def _banner(rota_app: App, settings: ApiSettings, host: str, port: int) -> None:
     )
     if settings.dev_tokens:
         console.print(
-            "  get a token:  [cyan]export ROTA_TOKEN=$(rota token create)[/]\n"
+            "  get a token:  [cyan]export ROTA_TOKEN=$(.venv/bin/rota token create)[/]\n"
             f'  then:         [cyan]curl -H "Authorization: Bearer $ROTA_TOKEN" '
             f"{url}/api/v1/jobs[/]\n"
             f"  API document: {url}/openapi.json   (interactive: {url}/docs)"

@@ -81,8 +81,6 @@ def test_limits_hold_while_eight_workers_race(app: rota.App, db_url: str, marks:
         stop_all(workers)
     assert most_keyed == 2, "the limit should also be reached, not just respected"
     assert most_single == 1
-    used = {m[2] for m in read_marks(marks)}
-    assert len(used) > 1
 
 
 def test_gpu_runs_go_only_to_gpu_workers(app: rota.App, db_url: str, marks: Path):

@@ -163,11 +163,3 @@ Reader = Annotated[Principal, Depends(GUARDS[Scope.READ])]
 Trigger = Annotated[Principal, Depends(GUARDS[Scope.TRIGGER])]
 Manager = Annotated[Principal, Depends(GUARDS[Scope.MANAGE])]
 Admin = Annotated[Principal, Depends(GUARDS[Scope.ADMIN])]
-
-
-def visible_namespace(principal: Principal, namespace: str) -> bool:
-    return principal.can_see(namespace)
-
-
-def namespaces_of(principal: Principal) -> frozenset[str] | None:
-    return principal.namespaces

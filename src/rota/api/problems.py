@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import structlog
 from fastapi import FastAPI, Request
@@ -237,25 +237,36 @@ AUTHENTICATED = (401, 403, 413, 422, 429, 503)
 
 
 async def refuse_unknown_query(request: Request) -> None:
-    """Unknown query parameters are a 422, like unknown body fields: a misspelt filter
-    must not silently return everything."""
+    """Unknown query parameters are a 422, like unknown body fields (a misspelt filter
+    must not silently return everything), and so is a single-valued one given twice."""
     from fastapi.routing import APIRoute
 
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
-    known: set[str] = set()
+    single: set[str] = set()
+    multiple: set[str] = set()
     stack = [route.dependant]
     while stack:
         dependant = stack.pop()
-        known |= {param.alias for param in dependant.query_params}
+        for param in dependant.query_params:
+            (multiple if _is_list(param.field_info.annotation) else single).add(param.alias)
         stack.extend(dependant.dependencies)
-    unknown = sorted(set(request.query_params) - known)
-    if unknown:
-        raise ProblemException(
-            422,
-            f"unknown query parameter(s): {', '.join(unknown)}",
-            field_problems=[
-                (f"query.{name}", "not a parameter of this operation") for name in unknown
-            ],
-        )
+    problems = [
+        (f"query.{name}", "not a parameter of this operation")
+        for name in sorted(set(request.query_params) - single - multiple)
+    ]
+    problems += [
+        (f"query.{name}", "given more than once; it takes one value")
+        for name in sorted(single)
+        if len(request.query_params.getlist(name)) > 1
+    ]
+    if problems:
+        listing = "; ".join(f"{field}: {message}" for field, message in problems)
+        raise ProblemException(422, f"invalid query: {listing}", field_problems=problems)
+
+
+def _is_list(annotation: Any) -> bool:
+    if get_origin(annotation) in (list, tuple, set, frozenset):
+        return True
+    return any(_is_list(arg) for arg in get_args(annotation))

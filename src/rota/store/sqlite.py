@@ -266,6 +266,10 @@ class SqliteStore:
     # -- hot path -----------------------------------------------------------
     async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
         def work(conn: sqlite3.Connection) -> list[ClaimedRun]:
+            reading = _ts(now) or conn.execute(Q["db_now"]).fetchone()[0]
+            due = {"now": reading, "queues": json.dumps(list(request.queues))}
+            if not conn.execute(Q["anything_due"], due).fetchone()[0]:
+                return []
             # BEGIN IMMEDIATE serialises claimers: counting what runs and claiming within
             # the limits is one atomic step here, with no lock of our own.
             with self._write(conn, now) as at:

@@ -35,6 +35,14 @@ WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
 ORDER BY sort_at, id
 LIMIT :limit;
 
+-- name: anything_due
+-- A read before the write lock: an idle worker's poll must not take SQLite's single
+-- writer lock (a worker paused inside a write transaction stalls every other process).
+SELECT EXISTS (
+    SELECT 1 FROM rota_runs
+    WHERE state IN ('pending', 'retrying') AND run_at <= :now
+      AND queue IN (SELECT value FROM json_each(:queues)));
+
 -- name: limited_candidates
 -- Runs some limit applies to, in priority order, skipping groups already full.
 SELECT id, queue, handler, concurrency_key, concurrency_limit, sort_at FROM rota_runs

@@ -1,0 +1,171 @@
+"""The CLI end to end against a live `rota server` (a subprocess on a free port, with a
+temp SQLite database): create a job, trigger it, watch the run succeed, list it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers import REPO, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(db: Path, port: int, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "ROTA_DATABASE_URL": f"sqlite:///{db}", "ROTA_ENV": "development"}
+    env.pop("ROTA_JWT_SECRET", None)
+    command = [sys.executable, "-m", "rota", "server", "--port", str(port), *extra]
+    with log.open("ab") as out:
+        return subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=out)
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    def answering() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited: {log.read_text()[-2000:]}")
+        try:
+            return httpx.get(f"{url}/health/live", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    wait_until(answering, timeout=30, what="the server to answer")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    log = tmp_path / "server.log"
+    proc = start_server(tmp_path / "rota.db", port, log, "--app", "rota.examples:app")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            # uvicorn shuts down gracefully, then re-raises SIGTERM on itself.
+            assert proc.wait(timeout=30) in (0, -signal.SIGTERM), log.read_text()[-2000:]
+            assert "Application shutdown complete" in log.read_text()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def rota(url: str, token: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ROTA_URL": url}
+    if token:
+        env["ROTA_TOKEN"] = token
+    else:
+        env.pop("ROTA_TOKEN", None)
+    return subprocess.run(
+        [sys.executable, "-m", "rota", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_create_trigger_watch_and_list(server: str) -> None:
+    token = rota(server, None, "token", "create").stdout.strip()
+    assert token.count(".") == 2
+    made = rota(
+        server,
+        token,
+        "jobs",
+        "create",
+        "nightly-report",
+        "--handler",
+        "send-report",
+        "--payload",
+        '{"day": "2026-11-29"}',
+        "--cron",
+        "0 2 * * *",
+        "--tz",
+        "Europe/Berlin",
+    )
+    assert made.returncode == 0, made.stderr
+    assert "nightly-report: created" in made.stdout
+    triggered = rota(server, token, "jobs", "trigger", "nightly-report", "--wait", "30")
+    assert triggered.returncode == 0, triggered.stderr
+    run_id, state = triggered.stdout.split()
+    assert state == "succeeded"
+    listed = rota(server, token, "runs", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [run] = json.loads(listed.stdout)["items"]
+    assert (run["id"], run["state"], run["handler"]) == (int(run_id), "succeeded", "send-report")
+    table = rota(server, token, "runs", "list", "--state", "succeeded")
+    assert "succeeded" in table.stdout
+    shown = json.loads(rota(server, token, "runs", "show", run_id, "--json").stdout)
+    assert shown["attempts"][0]["outcome"] == "succeeded"
+    logs = rota(server, token, "runs", "logs", run_id)
+    assert "building report" in logs.stdout
+    jobs = json.loads(rota(server, token, "jobs", "list", "--json").stdout)
+    assert [j["name"] for j in jobs] == ["nightly-report"]
+    workers = json.loads(rota(server, token, "workers", "list", "--json").stdout)
+    assert len(workers) == 1
+    assert workers[0]["state"] == "active"
+
+
+def test_errors_are_one_line_and_non_zero(server: str, tmp_path: Path) -> None:
+    token = rota(server, None, "token", "create", "--role", "viewer").stdout.strip()
+    missing = rota(server, token, "jobs", "show", "nope")
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines() == [
+        "rota: error: job 'nope' does not exist in namespace 'default' (HTTP 404)"
+    ]
+    denied = rota(server, token, "jobs", "create", "x", "--handler", "send-report")
+    assert denied.returncode == 1
+    assert "needs scope jobs:manage" in denied.stderr
+    anonymous = rota(server, None, "runs", "list")
+    assert anonymous.returncode == 1
+    assert "bearer token" in anonymous.stderr
+    unreachable = rota(f"http://127.0.0.1:{free_port()}", token, "runs", "list")
+    assert unreachable.returncode == 3
+    assert unreachable.stderr.startswith("rota: error: cannot reach the rota server")
+
+
+def test_production_refuses_to_start_without_a_key(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "ROTA_ENV": "production",
+        "ROTA_DATABASE_URL": f"sqlite:///{tmp_path}/r.db",
+    }
+    env.pop("ROTA_JWT_SECRET", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "rota", "server", "--port", str(free_port())],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "ROTA_ENV=production needs a signing key" in result.stderr
+    env["ROTA_JWT_SECRET"] = "rota-development-signing-key-do-not-use-in-production"
+    public = subprocess.run(
+        [sys.executable, "-m", "rota", "server", "--port", str(free_port())],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert public.returncode == 2
+    assert "public development key" in public.stderr
