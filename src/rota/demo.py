@@ -138,8 +138,10 @@ def _summary(app: rota.App, run_ids: list[int]) -> None:
         )
     console.print(table)
     console.print(
-        "Look closer: [bold].venv/bin/rota runs show "
-        f"{run_ids[0]} --db {DB_URL}[/]  (attempts, fences and the run's log lines)"
+        f"Look closer: [bold].venv/bin/rota server --db {DB_URL} --app rota.examples:app[/], "
+        f"then in another terminal [bold]export ROTA_TOKEN=$(.venv/bin/rota token create); "
+        f".venv/bin/rota runs show {run_ids[0]}[/] (attempts, fences, durations) and "
+        f"[bold].venv/bin/rota runs logs {run_ids[0]}[/]"
     )
 
 
