@@ -64,6 +64,38 @@ class RunLogger:
         return lines
 
 
+class CancelSignal:
+    """Set once when the run should stop; readable from any thread.
+
+    A plain flag serves ``is_set`` (a bool store is atomic under the GIL); the
+    threading.Event behind ``wait`` is made only for handlers that block on it, since
+    creating one per run costs the hot path more than the rest of the context.
+    """
+
+    def __init__(self) -> None:
+        self._flag = False
+        self._event: threading.Event | None = None
+        self._lock = threading.Lock()
+
+    def set(self) -> None:
+        with self._lock:
+            self._flag = True
+            if self._event is not None:
+                self._event.set()
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block (in a plain-function handler) until set or ``timeout`` passes."""
+        with self._lock:
+            if self._event is None:
+                self._event = threading.Event()
+                if self._flag:
+                    self._event.set()
+        return self._event.wait(timeout)
+
+
 @dataclass
 class RunContext:
     """Handed to every handler call.
@@ -82,7 +114,7 @@ class RunContext:
     idempotency_key: str
     worker_id: str
     log: RunLogger
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancelled: CancelSignal = field(default_factory=CancelSignal)
     _open_transaction: Callable[[], Any] | None = None
     _transaction: Any = None
 

@@ -66,13 +66,12 @@ async def execute(
     claimed: ClaimedRun,
     ctx: RunContext,
     threads: Executor,
-    cancel_requested: asyncio.Event,
 ) -> Finished:
     """Call the handler in the current task, under its timeout.
 
-    A cancel request sets ``ctx.cancelled`` (cooperative); if the handler has not
-    returned after the grace period, the worker cancels this task, which ends the
-    attempt Cancelled here. Any other cancellation (shutdown) propagates.
+    The worker asks a run to stop by setting ``ctx.cancelled`` (cooperative); if the
+    handler has not returned after the grace period, it cancels this task, which ends
+    the attempt Cancelled here. A cancellation nobody asked for propagates.
     """
     if spec is None:
         return Finished(
@@ -104,7 +103,7 @@ async def execute(
             outcome = _final(claimed, RunState.TIMED_OUT, AttemptOutcome.TIMED_OUT, error)
         return Finished(outcome, _still_running(thread))
     except asyncio.CancelledError:
-        if not cancel_requested.is_set():
+        if not ctx.is_cancelled():
             raise
         task = asyncio.current_task()
         if task is not None:
@@ -114,7 +113,7 @@ async def execute(
         return Finished(_final(claimed, RunState.FAILED, AttemptOutcome.FAILED, _error_text(exc)))
     except Exception as exc:  # noqa: BLE001 - a handler may raise anything; each is an outcome
         return Finished(failure_outcome(spec, claimed, AttemptOutcome.FAILED, _error_text(exc)))
-    if cancel_requested.is_set():  # the handler saw ctx.cancelled and returned early
+    if ctx.is_cancelled():  # the handler saw ctx.cancelled and returned early
         return Finished(_cancelled(claimed))
     try:
         result_json = None if result is None else encode_json("result", result)

@@ -70,7 +70,6 @@ class _Held:
 
     claimed: ClaimedRun
     ctx: RunContext
-    cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
     lost: bool = False  # the heartbeat found another fence: discard whatever we produce
     released: bool = False  # shutting down: hand it back instead of recording an outcome
     # The outcome is with the writer: a renewal racing the write may find the run already
@@ -228,7 +227,6 @@ class Worker:
                 claimed,
                 ctx,
                 self._threads,
-                held.cancel_requested,
             )
             if finished.straggler is None:
                 # Free the slot before the write: the next claim need not wait for it.
@@ -286,7 +284,6 @@ class Worker:
     def _cancel(self, held: _Held) -> None:
         """Ask the handler to stop (ctx.cancelled); if it has not returned after the
         grace period, cancel its task, which ends the attempt Cancelled."""
-        held.cancel_requested.set()
         held.ctx.cancelled.set()
         task = self._tasks.get(held.claimed.run_id)
 
@@ -329,7 +326,7 @@ class Worker:
                 h.lost = True
                 self._log.warning("lease lost; stopping the run", run_id=run_id)
                 self._cancel(h)
-            elif run_id in result.cancel_requested and not h.cancel_requested.is_set():
+            elif run_id in result.cancel_requested and not h.ctx.is_cancelled():
                 self._log.info("cancel requested", run_id=run_id)
                 self._cancel(h)
 

@@ -85,7 +85,9 @@ async def test_a_sync_handler_past_its_timeout_keeps_its_slot_until_it_returns(m
     assert started == [1, 2]
 
 
-@pytest.mark.parametrize("kind", ["async-cooperative", "sync-cooperative", "async-ignoring"])
+@pytest.mark.parametrize(
+    "kind", ["async-cooperative", "sync-cooperative", "sync-waiting", "async-ignoring"]
+)
 async def test_cancelling_a_running_run(make_app, kind):
     # A short lease makes the heartbeat, which carries cancel requests, come often.
     app = make_app(lease_seconds=0.3, cancel_grace_seconds=0.2)
@@ -106,6 +108,13 @@ async def test_cancelling_a_running_run(make_app, kind):
             inside.set()
             while not ctx.is_cancelled():
                 time.sleep(0.01)
+            return "stopped early"
+    elif kind == "sync-waiting":
+
+        @app.handler("long")
+        def long(ctx: rota.RunContext, payload: dict) -> str:
+            inside.set()
+            ctx.cancelled.wait(30)  # blocks its thread until the cancel arrives
             return "stopped early"
     else:
 
