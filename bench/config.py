@@ -1,0 +1,46 @@
+"""What one bench run does, as one frozen object built from the command line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from bench.pg import ADMIN_URL
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    admin_url: str = ADMIN_URL
+    jobs: int = 20_000  # enqueued per bulk-enqueue measurement and per drain
+    enqueue_batch: int = 1_000
+    repeats: int = 3  # for bulk enqueue, drains and the SQLite drain
+    worker_counts: tuple[int, ...] = (1, 2)
+    # rota's worker settings are swept once, and the best is used for every repeat.
+    rota_concurrency: tuple[int, ...] = (100, 200, 500)
+    rota_loops: tuple[str, ...] = ("asyncio", "uvloop")
+    latency_rate: float = 50.0  # jobs per second, one at a time
+    latency_seconds: float = 10.0
+    sustain_minutes: float = 5.0
+    sustain_workers: int = 2
+    scenario_timeout_s: float = 180.0  # any one measurement; then it is reported failed
+    quick: bool = False
+
+    @property
+    def sustain_window_s(self) -> float:
+        """Throughput is compared over windows this long: a minute, or a third of a
+        short (smoke-test) run."""
+        total = self.sustain_minutes * 60
+        return 60.0 if total >= 120 else total / 3
+
+    def smoke(self) -> BenchConfig:
+        """``--quick``: everything, small, once."""
+        return replace(
+            self,
+            jobs=2_000,
+            repeats=1,
+            rota_concurrency=(200,),
+            rota_loops=("asyncio",),
+            latency_seconds=3.0,
+            sustain_minutes=0.5,
+            scenario_timeout_s=60.0,
+            quick=True,
+        )

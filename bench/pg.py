@@ -1,0 +1,104 @@
+"""PostgreSQL plumbing for the bench: fresh databases, server facts, cheap probes.
+
+Everything here uses plain sync psycopg on the admin database; the systems under test
+open their own connections with their own drivers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psycopg
+
+ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+# Server settings that change what the numbers mean; they go into the report verbatim.
+REPORTED_SETTINGS = (
+    "shared_buffers",
+    "synchronous_commit",
+    "fsync",
+    "autovacuum",
+    "max_connections",
+    "max_wal_size",
+)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    version: str
+    settings: dict[str, str]
+
+
+def database_url(admin_url: str, name: str) -> str:
+    """The admin URL with its database name swapped for ``name``."""
+    base, _, _ = admin_url.rpartition("/")
+    return f"{base}/{name}"
+
+
+def server_info(admin_url: str) -> ServerInfo:
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+        settings = {
+            name: str(value)
+            for name, value in conn.execute(
+                "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
+                (list(REPORTED_SETTINGS),),
+            ).fetchall()
+        }
+    return ServerInfo(str(row[0]) if row else "?", settings)
+
+
+@contextlib.contextmanager
+def fresh_database(admin_url: str, label: str) -> Iterator[str]:
+    """Create an empty database, yield its URL, and drop it afterwards (even after a
+    failure: WITH (FORCE) disconnects any worker a timed-out scenario left behind)."""
+    name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield database_url(admin_url, name)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def drop_stale_databases(admin_url: str) -> list[str]:
+    """Drop databases an earlier, killed bench run left behind."""
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'bench\\_%'"
+            ).fetchall()
+        ]
+        for name in names:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return names
+
+
+class Probe:
+    """One sync connection that asks a single cheap question, over and over."""
+
+    def __init__(self, url: str) -> None:
+        self._conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+
+    def scalar(self, sql: str) -> int:
+        row = self._conn.execute(sql).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def execute(self, sql: str) -> None:
+        self._conn.execute(sql)
+
+    def row(self, sql: str) -> tuple[object, ...] | None:
+        return self._conn.execute(sql).fetchone()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Probe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,179 @@
+"""rota through its public API: ``App.enqueue_many`` to produce, ``App.work`` to consume.
+
+The same functions serve PostgreSQL and SQLite; only the URL differs. Worker functions
+run inside a spawned process (see bench.procs) and report their own CPU time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import sqlite3
+import time
+from importlib.metadata import version as _package_version
+from typing import Any
+
+import rota
+from bench.procs import Control
+
+NAME = "rota"
+# Runs neither finished nor failed: the drain is over when none is left.
+STORED_SQL = "SELECT count(*) FROM rota_runs"
+UNFINISHED_SQL = (
+    "SELECT count(*) FROM (SELECT 1 FROM rota_runs"
+    " WHERE state IN ('pending', 'retrying', 'claimed', 'running') LIMIT 1) AS s"
+)
+SUCCEEDED_SQL = "SELECT count(*) FROM rota_runs WHERE state = 'succeeded'"
+# One attempt row per execution: more attempts than runs would mean a run ran twice.
+ATTEMPTS_SQL = "SELECT count(*) FROM rota_attempts"
+
+
+def version() -> str:
+    return _package_version("rota")
+
+
+def settings(url: str, pool_size: int = 4) -> rota.Settings:
+    # Defaults except the pool, which the concurrency sweep may raise.
+    return rota.Settings(database_url=url, pool_size=pool_size)
+
+
+def make_app(url: str, pool_size: int = 4) -> rota.App:
+    app = rota.App(url, settings=settings(url, pool_size))
+
+    @app.handler("noop")
+    async def noop(ctx: rota.RunContext, payload: Any) -> None:
+        return None
+
+    return app
+
+
+def noop_jobs(count: int) -> list[dict[str, Any]]:
+    return [{"handler": "noop", "payload": {"i": i}} for i in range(count)]
+
+
+async def install(url: str) -> None:
+    """Create the schema (rota migrates on first use)."""
+    app = make_app(url)
+    try:
+        await app.store()
+    finally:
+        await app.aclose()
+
+
+async def enqueue_batches(url: str, total: int, batch: int) -> float:
+    """Enqueue ``total`` runs in calls of ``batch``; returns the seconds the calls took.
+    Building the job dicts is inside the window: it is part of what a caller does."""
+    app = make_app(url)
+    try:
+        await app.store()  # connect and migrate outside the window
+        started = time.perf_counter()
+        for offset in range(0, total, batch):
+            await app.enqueue_many_async(noop_jobs(min(batch, total - offset)))
+        return time.perf_counter() - started
+    finally:
+        await app.aclose()
+
+
+async def prefill(url: str, total: int, batch: int = 5000) -> None:
+    await enqueue_batches(url, total, batch)
+
+
+async def drain_worker(
+    control: Control,
+    url: str,
+    concurrency: int,
+    node_id: str,
+    pool_size: int = 4,
+    profile_path: str | None = None,
+) -> None:
+    """Work until the parent says stop; report CPU seconds used after the start line."""
+    app = make_app(url, pool_size)
+    await app.store()
+    options = app.worker_options(concurrency=concurrency, node_id=node_id)
+    control.ready()
+    await control.wait_go()
+    cpu_start = time.process_time()
+    # CPU time, not wall time: on 2 busy cores a process is often descheduled inside a
+    # send() that woke the server, and wall-clock profiling would blame that call.
+    profiler = cProfile.Profile(time.process_time) if profile_path else None
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(_set_when_stopped(control, stop))
+    try:
+        if profiler is not None:
+            profiler.enable()
+        worker = await app.work(stop, options)
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile_path)
+        watcher.cancel()
+        await app.aclose()
+    control.report({"cpu_s": time.process_time() - cpu_start, "claimed": worker.claimed_total})
+
+
+async def _set_when_stopped(control: Control, stop: asyncio.Event) -> None:
+    await control.wait_stop()
+    stop.set()
+
+
+async def latency_worker(control: Control, url: str, concurrency: int = 10) -> None:
+    """Record start - enqueue for each run; payload ``t`` is the producer's time.time()."""
+    app = rota.App(url, settings=settings(url))
+    delays: list[float] = []
+
+    @app.handler("probe")
+    async def probe(ctx: rota.RunContext, payload: dict[str, float]) -> None:
+        delays.append(time.time() - payload["t"])
+
+    await app.store()
+    stop = asyncio.Event()
+    control.ready()
+    await control.wait_go()
+    watcher = asyncio.create_task(_set_when_stopped(control, stop))
+    try:
+        await app.work(stop, app.worker_options(concurrency=concurrency, node_id="latency"))
+    finally:
+        watcher.cancel()
+        await app.aclose()
+    control.report({"delays": delays})
+
+
+class LatencyProducer:
+    """Enqueues one probe run at a time, as an application would."""
+
+    def __init__(self, url: str) -> None:
+        self.app = rota.App(url, settings=settings(url))
+
+        @self.app.handler("probe")
+        async def probe(ctx: rota.RunContext, payload: Any) -> None:  # never runs here
+            return None
+
+    async def open(self) -> None:
+        await self.app.store()
+
+    async def enqueue(self) -> None:
+        await self.app.enqueue_async("probe", {"t": time.time()})
+
+    async def close(self) -> None:
+        await self.app.aclose()
+
+
+class SqliteProbe:
+    """The same cheap questions as bench.pg.Probe, asked of a SQLite file, read-only."""
+
+    def __init__(self, url: str) -> None:
+        path = url.removeprefix("sqlite:///")
+        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+
+    def scalar(self, sql: str) -> int:
+        row = self._conn.execute(sql).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> SqliteProbe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,161 @@
+"""(e) rota's sustained throughput: two worker processes on a queue that never runs dry,
+for N minutes; jobs/s in the first window vs the last.
+
+The producer lives in the parent: whenever fewer than LOW_WATER runs are unfinished it
+enqueues REFILL more (one COPY). Completed runs are counted as enqueued - unfinished,
+because counting succeeded rows in a table of millions would itself be the bottleneck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from bench import pg, rota_runner
+from bench.config import BenchConfig
+from bench.cpu import ServerCpu
+from bench.procs import ScenarioFailed, WorkerGroup
+from bench.results import Results, run_async
+from bench.systems import RotaWorkerSettings, rota_system
+
+LOW_WATER = 20_000
+REFILL = 20_000
+SAMPLE_S = 0.5
+UNFINISHED_COUNT_SQL = (
+    "SELECT count(*) FROM rota_runs WHERE state IN ('pending', 'retrying', 'claimed', 'running')"
+)
+TABLE_STATS_SQL = (
+    "SELECT n_live_tup, n_dead_tup, pg_total_relation_size('rota_runs'),"
+    " vacuum_count + autovacuum_count"
+    " FROM pg_stat_user_tables WHERE relname = 'rota_runs'"
+)
+
+
+@dataclass(frozen=True)
+class Sample:
+    elapsed: float
+    done: int  # runs finished so far
+    server_cpu_s: float  # PostgreSQL's CPU seconds so far
+    producer_cpu_s: float  # this (parent) process's CPU seconds so far
+
+
+async def _feed_and_sample(
+    url: str, seconds: float, group: WorkerGroup, enqueued: int
+) -> list[Sample]:
+    """Keep the queue fed for ``seconds``, sampling progress and CPU every SAMPLE_S."""
+    app = rota_runner.make_app(url)
+    samples: list[Sample] = []
+    server_cpu = ServerCpu()
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await app.store()
+        started = time.monotonic()
+        server_cpu.start()
+        producer_start = time.process_time()
+        try:
+            while (elapsed := time.monotonic() - started) < seconds:
+                group.check_errors()
+                row = await (await conn.execute(UNFINISHED_COUNT_SQL)).fetchone()
+                unfinished = int(row[0]) if row else 0
+                server_cpu.sample()
+                samples.append(
+                    Sample(
+                        elapsed,
+                        enqueued - unfinished,
+                        server_cpu.so_far() or 0.0,
+                        time.process_time() - producer_start,
+                    )
+                )
+                if unfinished < LOW_WATER:
+                    await app.enqueue_many_async(rota_runner.noop_jobs(REFILL))
+                    enqueued += REFILL
+                await asyncio.sleep(max(0.0, SAMPLE_S - (time.monotonic() - started - elapsed)))
+        finally:
+            await app.aclose()
+    return samples
+
+
+def _nearest(samples: list[Sample], at: float) -> Sample:
+    return min(samples, key=lambda s: abs(s.elapsed - at))
+
+
+def window(samples: list[Sample], start: float, end: float) -> dict[str, float | None]:
+    """Throughput over [start, end], and CPU per finished run in it."""
+    first, last = _nearest(samples, start), _nearest(samples, end)
+    if last.elapsed <= first.elapsed:
+        raise ScenarioFailed("too few samples in a sustain window")
+    done = last.done - first.done
+
+    def per_job(seconds: float) -> float | None:
+        return round(1e6 * seconds / done) if done > 0 else None
+
+    return {
+        "jobs_per_s": round(done / (last.elapsed - first.elapsed), 1),
+        "server_cpu_us_per_job": per_job(last.server_cpu_s - first.server_cpu_s),
+        "producer_cpu_us_per_job": per_job(last.producer_cpu_s - first.producer_cpu_s),
+    }
+
+
+def window_rate(samples: list[Sample], start: float, end: float) -> float:
+    return float(window(samples, start, end)["jobs_per_s"] or 0.0)
+
+
+def sustain_once(cfg: BenchConfig, worker: RotaWorkerSettings) -> dict[str, Any]:
+    system = rota_system(worker)
+    seconds = cfg.sustain_minutes * 60
+    span = cfg.sustain_window_s
+    with pg.fresh_database(cfg.admin_url, "sustain") as url:
+        run_async(rota_runner.install(url), 120)
+        run_async(rota_runner.prefill(url, REFILL), 120)
+        kwargs = [system.worker_kwargs(url, i) for i in range(cfg.sustain_workers)]
+        with WorkerGroup(rota_runner.drain_worker, kwargs, system.loop) as group:
+            group.start()
+            group.go()
+            samples = run_async(_feed_and_sample(url, seconds, group, REFILL), seconds + 120)
+            group.stop()
+            reports = group.collect(timeout=90)
+        with pg.Probe(url) as probe:
+            table_stats = probe.row(TABLE_STATS_SQL)
+    first = window(samples, 0.0, span)
+    last = window(samples, seconds - span, seconds)
+    step = 10 if seconds >= 120 else 2  # a point every 10 s, or every 2 s in a smoke run
+    series = [
+        (t, round(window_rate(samples, t - step, t), 1))
+        for t in range(step, int(seconds) + 1, step)
+    ]
+    live, dead, size, vacuums = table_stats if table_stats else (None, None, None, None)
+    return {
+        "first_window_jobs_per_s": first["jobs_per_s"],
+        "last_window_jobs_per_s": last["jobs_per_s"],
+        "first_window": first,
+        "last_window": last,
+        "window_s": span,
+        "seconds": seconds,
+        "done": samples[-1].done,
+        "series": series,
+        "series_step_s": step,
+        "table_live_rows": live,
+        "table_dead_rows": dead,
+        "table_bytes": size,
+        "table_vacuums": vacuums,
+        "warnings": _merged_warnings(reports.values()),
+    }
+
+
+def _merged_warnings(reports: Any) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for report in reports:
+        for message, count in report.get("warnings", {}).items():
+            merged[message] = merged.get(message, 0) + count
+    return merged
+
+
+def sustain(cfg: BenchConfig, results: Results, worker: RotaWorkerSettings) -> None:
+    variant = f"{cfg.sustain_workers} processes, {cfg.sustain_minutes:g} min"
+    stats = results.attempt("sustain", "rota", variant, lambda: sustain_once(cfg, worker))
+    if stats is not None:
+        ratio = stats["last_window_jobs_per_s"] / stats["first_window_jobs_per_s"]
+        results.add("sustain", "rota", variant, ratio, unit="last/first", **stats)
