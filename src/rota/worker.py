@@ -149,7 +149,7 @@ class Worker:
             if not self._may_claim.is_set():  # draining: finish what we hold, take nothing
                 await self._first(stopping, self._may_claim.wait())
                 continue
-            free = self.options.concurrency - self._busy
+            free = self._room()
             if free <= 0:
                 await self._first(stopping, self._wait_slot())
                 continue
@@ -175,6 +175,14 @@ class Worker:
             if len(claimed) < min(free, MAX_CLAIM_BATCH):
                 poll = self.settings.poll_seconds
                 await self._first(stopping, self.store.wait_for_work(poll))
+
+    def _room(self) -> int:
+        """How many runs to claim now: the free slots, but never more runs held (running
+        or with an outcome still being written) than twice the concurrency. Without that
+        cap a slow database lets held runs pile up, their renewals grow, and leases
+        expire under load."""
+        concurrency = self.options.concurrency
+        return min(concurrency - self._busy, 2 * concurrency - len(self._held))
 
     @staticmethod
     async def _first(stopping: asyncio.Task[Any], awaitable: Any) -> None:
@@ -234,6 +242,7 @@ class Worker:
                 slot_taken = False
             await self._record(held, finished.outcome)
             self._held.pop(claimed.run_id, None)
+            self._slot_freed.set()  # room to claim may have been waiting for this write
             if finished.straggler is not None:
                 # The outcome stands; the thread keeps its slot until it really returns,
                 # so the worker never runs more threads than its concurrency.

@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
@@ -56,6 +56,7 @@ from rota.store.rows import attempt_from_row, job_from_row, log_from_row, run_fr
 log = structlog.get_logger("rota.store.postgres")
 
 Q = load_queries("postgres")
+LeaseT = TypeVar("LeaseT", Lease, Outcome)
 NOTIFY_CHANNEL = "rota_wakeup"
 COPY_THRESHOLD = 200
 LIMITED_ROUNDS = 4  # below this, one INSERT ... unnest is cheaper than COPY's setup
@@ -99,6 +100,13 @@ def _array_literal(values: Sequence[str]) -> str:
     return "{" + ",".join(f'"{v}"' for v in sorted(values)) + "}"
 
 
+def _in_lock_order(items: Sequence[LeaseT]) -> list[LeaseT]:
+    """Multi-row writes (renew, complete, release) lock their rows in id order: two of
+    them on overlapping runs (a heartbeat and a completion of the same worker) then wait
+    for each other instead of deadlocking."""
+    return sorted(items, key=lambda item: item.run_id)
+
+
 def _lease_arrays(leases: Sequence[Lease | Outcome]) -> dict[str, list[int]]:
     return {"ids": [x.run_id for x in leases], "fences": [x.fence for x in leases]}
 
@@ -139,6 +147,7 @@ class PostgresHandlerTransaction:
 async def _complete_on(
     conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime | None
 ) -> set[int]:
+    outcomes = _in_lock_order(outcomes)
     params = {
         **_lease_arrays(outcomes),
         "states": [o.state.value for o in outcomes],
@@ -468,7 +477,8 @@ class PostgresStore:
         if not leases:
             return RenewResult(frozenset(), frozenset(), None)
         rows = await self._tuples(
-            "renew", {**_lease_arrays(leases), "lease_seconds": lease_seconds, "now": now}
+            "renew",
+            {**_lease_arrays(_in_lock_order(leases)), "lease_seconds": lease_seconds, "now": now},
         )
         held = {row[0] for row in rows}
         return RenewResult(
@@ -494,7 +504,7 @@ class PostgresStore:
     async def release(self, leases: Sequence[Lease], now: datetime | None) -> set[int]:
         if not leases:
             return set()
-        rows = await self._tuples("release", {**_lease_arrays(leases), "now": now})
+        rows = await self._tuples("release", {**_lease_arrays(_in_lock_order(leases)), "now": now})
         return {row[0] for row in rows}
 
     async def append_logs(self, lines: Sequence[LogLine]) -> None:
