@@ -21,18 +21,30 @@ def make_store(settings: Settings) -> Store:
 
 
 async def open_store(settings: Settings) -> Store:
-    """Open a store and make sure its schema is one this rota can use."""
+    """Open a store and make sure its schema is one this rota can use: refused if it is
+    newer than this rota, upgraded if older (when ``auto_migrate``), else refused."""
     store = make_store(settings)
     await store.open()
     try:
-        status = await store.schema_status()
-        if status.current > status.latest:
-            raise SchemaMismatch(status.current, status.latest)
-        if not status.up_to_date:
-            if not settings.auto_migrate:
-                raise SchemaMismatch(status.current, status.latest)
-            await store.migrate()
+        await _check_and_migrate(store, migrate=settings.auto_migrate)
     except BaseException:
         await store.close()
         raise
     return store
+
+
+async def upgrade(settings: Settings) -> list[int]:
+    """``rota db upgrade``: apply pending migrations; returns the versions applied."""
+    store = make_store(settings)
+    await store.open()
+    try:
+        return await _check_and_migrate(store, migrate=True)
+    finally:
+        await store.close()
+
+
+async def _check_and_migrate(store: Store, migrate: bool) -> list[int]:
+    status = await store.schema_status()
+    if status.current > status.latest or (not status.up_to_date and not migrate):
+        raise SchemaMismatch(status.current, status.latest)
+    return [] if status.up_to_date else await store.migrate()

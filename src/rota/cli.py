@@ -18,6 +18,7 @@ from rota import cli_api, logs, services
 from rota import schedules as schedules_service
 from rota.app import App
 from rota.bootstrap import open_store
+from rota.bootstrap import upgrade as upgrade_schema
 from rota.clock import SystemClock
 from rota.config import Settings
 from rota.errors import RotaError, StoreUnavailable
@@ -170,24 +171,8 @@ def db() -> None:
 @db_option
 def upgrade(db: str | None) -> None:
     """Apply pending migrations."""
-    settings = _settings(db).with_overrides(auto_migrate=False)
-
-    async def go() -> list[int]:
-        from rota.bootstrap import make_store
-
-        store = make_store(settings)
-        await store.open()
-        try:
-            status = await store.schema_status()
-            if status.current > status.latest:
-                from rota.errors import SchemaMismatch
-
-                raise SchemaMismatch(status.current, status.latest)
-            return await store.migrate()
-        finally:
-            await store.close()
-
-    applied = _run(go)
+    settings = _settings(db)
+    applied = _run(lambda: upgrade_schema(settings))
     click.echo(f"applied migrations {applied}" if applied else "schema already up to date")
 
 

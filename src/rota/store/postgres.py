@@ -410,66 +410,67 @@ class PostgresStore:
     ) -> list[ClaimedRun]:
         """Claim runs some limit applies to, one claimer at a time cluster-wide."""
         try:
-            return await self._claim_limited_locked(conn, request, queues, tags, limits, want, now)
+            async with conn.transaction():
+                await conn.execute(Q["claim_lock"])
+                chosen = await self._choose_limited(conn, queues, tags, limits, want, now)
+                if not chosen:
+                    return []
+                cur = await conn.execute(
+                    Q["claim_ids"],
+                    {
+                        "ids": chosen,
+                        "worker_id": request.worker_id,
+                        "lease_seconds": request.lease_seconds,
+                        "now": now,
+                    },
+                )
+                return [ClaimedRun(*row) for row in await cur.fetchall()]
         except psycopg.errors.LockNotAvailable:
             log.info("limited claim skipped: another claimer holds the limits lock")
             return []
 
-    async def _claim_limited_locked(
+    async def _choose_limited(
         self,
         conn: psycopg.AsyncConnection[Any],
-        request: ClaimRequest,
         queues: list[str],
         tags: list[str],
         limits: Limits,
         want: int,
         now: datetime | None,
-    ) -> list[ClaimedRun]:
-        async with conn.transaction():
-            await conn.execute(Q["claim_lock"])
-            active = Active()
-            cur = await conn.execute(Q["active_groups"])
-            for queue, handler, key, key_limit, count in await cur.fetchall():
-                active.add(queue, handler, key, key_limit, count)
-            if active.global_full(limits):
-                return []
-            chosen: list[int] = []
-            window = max(want * 4, 200)
-            # A window full of runs whose key filled up is passed over: the next round
-            # skips those keys in SQL. A few rounds bound the work under the lock.
-            for _ in range(LIMITED_ROUNDS):
-                full_queues = set(active.full_queues(limits))
-                cur = await conn.execute(
-                    Q["limited_candidates"],
-                    {
-                        "queues": [q for q in queues if q not in full_queues],
-                        "tags": tags,
-                        "limited_handlers": list(limits.handlers),
-                        "limited_queues": list(limits.queues),
-                        "global_limit": limits.global_max is not None,
-                        "full_keys": active.full_keys(),
-                        "full_handlers": active.full_handlers(limits),
-                        "chosen": chosen,
-                        "window": window,
-                        "now": now,
-                    },
-                )
-                candidates = [Candidate(*row) for row in await cur.fetchall()]
-                chosen += choose(candidates, active, limits, want - len(chosen))
-                if len(chosen) >= want or len(candidates) < window:
-                    break
-            if not chosen:
-                return []
+    ) -> list[int]:
+        """Under the limits lock: what runs now, and which candidates fit."""
+        active = Active()
+        cur = await conn.execute(Q["active_groups"])
+        for queue, handler, key, key_limit, count in await cur.fetchall():
+            active.add(queue, handler, key, key_limit, count)
+        if active.global_full(limits):
+            return []
+        chosen: list[int] = []
+        window = max(want * 4, 200)
+        # A window full of runs whose key filled up is passed over: the next round
+        # skips those keys in SQL. A few rounds bound the work under the lock.
+        for _ in range(LIMITED_ROUNDS):
+            full_queues = set(active.full_queues(limits))
             cur = await conn.execute(
-                Q["claim_ids"],
+                Q["limited_candidates"],
                 {
-                    "ids": chosen,
-                    "worker_id": request.worker_id,
-                    "lease_seconds": request.lease_seconds,
+                    "queues": [q for q in queues if q not in full_queues],
+                    "tags": tags,
+                    "limited_handlers": list(limits.handlers),
+                    "limited_queues": list(limits.queues),
+                    "global_limit": limits.global_max is not None,
+                    "full_keys": active.full_keys(),
+                    "full_handlers": active.full_handlers(limits),
+                    "chosen": chosen,
+                    "window": window,
                     "now": now,
                 },
             )
-            return [ClaimedRun(*row) for row in await cur.fetchall()]
+            candidates = [Candidate(*row) for row in await cur.fetchall()]
+            chosen += choose(candidates, active, limits, want - len(chosen))
+            if len(chosen) >= want or len(candidates) < window:
+                break
+        return chosen
 
     async def renew(
         self, worker_id: str, leases: Sequence[Lease], lease_seconds: float, now: datetime | None
