@@ -42,3 +42,9 @@ def test_decide_retries_until_the_budget_is_spent():
 def test_bad_policies_are_refused(make):
     with pytest.raises(InvalidArgument):
         make()
+
+
+@pytest.mark.parametrize("attempt", [1024, 1025, 10**6])
+def test_huge_attempt_numbers_do_not_overflow(attempt):
+    assert Exponential(base=0.5, factor=2, cap=60).delay(attempt) == 60
+    assert ExponentialJitter(base=0.5, cap=60, rng=random.Random(1)).delay(attempt) <= 60

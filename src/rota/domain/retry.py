@@ -3,6 +3,7 @@ a value the worker writes: retry at an instant, or give up."""
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -49,11 +50,12 @@ class Exponential:
             raise InvalidArgument("retry factor", self.factor, "a number >= 1")
 
     def delay(self, attempt: int) -> float:
-        # Compute in log space past the cap so large attempt numbers never overflow.
         exponent = max(attempt - 1, 0)
-        if self.base == 0:
+        if self.base == 0 or self.cap == 0:
             return 0.0
-        if exponent > 1024 or self.base * self.factor**exponent >= self.cap:
+        # Compare in log space: base * factor**exponent overflows a float long before
+        # attempt numbers stop being plausible.
+        if math.log(self.base) + exponent * math.log(self.factor) >= math.log(self.cap):
             return self.cap
         return float(self.base * self.factor**exponent)
 
