@@ -11,17 +11,18 @@ import psycopg
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+
+from rota.config import Settings
+from rota.store.port import Store
+from rota.store.postgres import PostgresStore
+from rota.store.sqlite import SqliteStore
+
 # Property tests: no per-example deadline (this 2-core machine is shared, and a slow
 # example is not a failure), and in CI a fixed set of examples, so a run that passed
 # here passes there; new examples are explored in local runs.
 hypothesis_settings.register_profile("default", deadline=None)
 hypothesis_settings.register_profile("ci", deadline=None, derandomize=True)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "default")
-
-from rota.config import Settings
-from rota.store.port import Store
-from rota.store.postgres import PostgresStore
-from rota.store.sqlite import SqliteStore
 
 ADMIN_URL = os.environ.get("ROTA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_POSTGRES = os.environ.get("ROTA_REQUIRE_POSTGRES") == "1"
