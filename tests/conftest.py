@@ -11,7 +11,6 @@ import psycopg
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-
 from rota.config import Settings
 from rota.store.port import Store
 from rota.store.postgres import PostgresStore
