@@ -233,6 +233,9 @@ def enqueue(
 # jobs, runs, dlq, workers, token and server go through the HTTP API (rota.cli_api).
 for _command in cli_api.COMMANDS:
     main.add_command(_command)
+# A job with a trigger is a schedule: `rota schedules list|pause|resume|...` is the same
+# group under the name operators look for first.
+main.add_command(cli_api.jobs, name="schedules")
 
 
 @main.group()

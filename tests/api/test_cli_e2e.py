@@ -118,6 +118,13 @@ def test_create_trigger_watch_and_list(server: str) -> None:
     assert "building report" in logs.stdout
     jobs = json.loads(rota(server, token, "jobs", "list", "--json").stdout)
     assert [j["name"] for j in jobs] == ["nightly-report"]
+    # A job with a schedule is a schedule: the same commands under that name.
+    paused = rota(server, token, "schedules", "pause", "nightly-report")
+    assert paused.returncode == 0, paused.stderr
+    schedules = json.loads(rota(server, token, "schedules", "list", "--json").stdout)
+    assert [(j["name"], j["paused"]) for j in schedules] == [("nightly-report", True)]
+    resumed = rota(server, token, "schedules", "resume", "nightly-report")
+    assert resumed.returncode == 0, resumed.stderr
     workers = json.loads(rota(server, token, "workers", "list", "--json").stdout)
     assert len(workers) == 1
     assert workers[0]["state"] == "active"
