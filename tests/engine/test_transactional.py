@@ -121,3 +121,30 @@ def test_worker_killed_between_write_and_completion(db_url, tmp_path: Path):
         app.close()
     assert run.fence == 2
     assert _side_effects(db_url) == [(run_id, 2)], "exactly one write, by the new fence"
+
+
+def test_enqueue_inside_the_callers_transaction(db_url):
+    """A run enqueued on the caller's connection exists only if the caller commits."""
+    app = rota.App(db_url)
+
+    @app.handler("charge")
+    async def charge(ctx: rota.RunContext, payload: dict) -> None:
+        return None
+
+    try:
+        with psycopg.connect(db_url) as conn:
+            rolled_back = app.enqueue("charge", {"order": 1}, connection=conn)
+            conn.execute("INSERT INTO side_effects VALUES (%s, 0)", (rolled_back,))
+            conn.rollback()
+            committed = app.enqueue("charge", {"order": 2}, connection=conn)
+            again = app.enqueue("charge", {"order": 2}, connection=conn, idempotency_key="o2")
+            assert (
+                app.enqueue("charge", {"order": 2}, connection=conn, idempotency_key="o2") == again
+            )
+            conn.commit()
+        ids = {run.id for run in app.list_runs(limit=10)}
+        assert rolled_back not in ids
+        assert {committed, again} <= ids
+        assert _side_effects(db_url) == []
+    finally:
+        app.close()

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+import rota
 from rota import schedules
 from rota.domain.runs import RunFilter
 from rota.domain.states import RunState
@@ -168,3 +169,23 @@ async def test_a_manual_trigger_runs_now_with_its_own_payload(store: Store, cloc
     assert run_id == again
     run = await store.get_run(run_id)
     assert run.payload == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"cron": "0 0 * * 8"}, "day-of-week"),
+        ({"cron": "0 0 30 2 *"}, "can fire"),
+        ({"cron": "0 2 * * *", "timezone": "Mars/Olympus"}, "time zone"),
+        ({"cron": "* * *"}, "5 fields"),
+        ({"interval": 0}, "interval"),
+        ({"cron": "* * * * *", "misfire": "sometimes"}, "misfire"),
+        ({"cron": "* * * * *", "overlap": "never"}, "overlap"),
+    ],
+)
+async def test_a_bad_schedule_is_refused_and_nothing_is_written(
+    store: Store, clock, registry, options, message
+):
+    with pytest.raises(rota.InvalidArgument, match=message):
+        await make_job(store, clock, registry, "bad", **options)
+    assert await store.list_jobs() == []
