@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import socket
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,8 +121,13 @@ class Worker:
         await self._publish_handler_limits()
         await self._register()
         background = [
-            asyncio.create_task(self._heartbeat_loop(), name="rota-heartbeat"),
-            asyncio.create_task(self._registry_loop(), name="rota-registry"),
+            asyncio.create_task(
+                self._every(self.settings.heartbeat_seconds, self.heartbeat), name="rota-leases"
+            ),
+            asyncio.create_task(
+                self._every(self.settings.worker_heartbeat_seconds, self.registry_heartbeat),
+                name="rota-registry",
+            ),
         ]
         if self.options.leader:
             keeper = Housekeeper(self.store, self.settings, self.clock)
@@ -307,10 +313,15 @@ class Worker:
         self._slot_freed.set()
 
     # -- leases -------------------------------------------------------------
-    async def _heartbeat_loop(self) -> None:
+    async def _every(self, seconds: float, beat: Callable[[], Awaitable[None]]) -> None:
+        """Call ``beat`` every ``seconds`` for the worker's life. A bug in one beat is
+        logged, not fatal to the loop: a loop that died would let every lease expire."""
         while True:
-            await asyncio.sleep(self.settings.heartbeat_seconds)
-            await self.heartbeat()
+            await asyncio.sleep(seconds)
+            try:
+                await beat()
+            except Exception:  # noqa: BLE001 - logged with its traceback, then next beat
+                self._log.exception("heartbeat failed", beat=beat.__name__)
 
     async def heartbeat(self) -> None:
         """Renew every held lease at once; act on lost leases and cancel requests."""
@@ -347,6 +358,8 @@ class Worker:
             if spec.concurrency_limit is not None:
                 limit = Limit(LimitScope.HANDLER, spec.name, spec.concurrency_limit)
                 await self.store.set_limit(limit)
+        # No retry: a worker that cannot write its handlers' caps must not start claiming
+        # their runs as if they had none; the error stops the worker with its message.
 
     async def _register(self) -> None:
         info = WorkerInfo(
@@ -362,11 +375,6 @@ class Worker:
             await self.store.register_worker(info, self.clock.db_now())
         except StoreError as exc:
             self._log.warning("could not register; will retry", error=str(exc))
-
-    async def _registry_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.worker_heartbeat_seconds)
-            await self.registry_heartbeat()
 
     async def registry_heartbeat(self) -> None:
         """Tell the registry we are alive, and learn whether to drain."""
