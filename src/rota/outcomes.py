@@ -39,6 +39,7 @@ class OutcomeWriter:
         self._queue: list[_Pending] = []
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._closing = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="rota-outcomes")
@@ -56,11 +57,18 @@ class OutcomeWriter:
             with contextlib.suppress(StoreError):
                 await self._store.append_logs(lines)
 
-    async def close(self) -> None:
-        """Write everything queued, then stop."""
-        while self._queue:
-            await self._flush()
-        if self._task is not None:
+    async def close(self, timeout: float = 10.0) -> None:
+        """Write everything queued, then stop. Bounded: with the database down, what is
+        still queued after ``timeout`` is dropped, and those runs are reaped and re-run
+        (at-least-once), never recorded twice."""
+        self._closing = True
+        self._ready.set()
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="rota-outcomes")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except TimeoutError:
+            log.warning("outcomes not written before shutdown", count=len(self._queue))
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
@@ -71,6 +79,8 @@ class OutcomeWriter:
             self._ready.clear()
             while self._queue:
                 await self._flush()
+            if self._closing:
+                return
 
     async def _flush(self) -> None:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
