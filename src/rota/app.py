@@ -75,7 +75,9 @@ class App:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
         self.registry = Registry()
-        self._stores: dict[asyncio.AbstractEventLoop, Store] = {}
+        # One store per event loop (a psycopg pool belongs to its loop), opened once even
+        # when many coroutines ask at the same time (an API server's first requests).
+        self._stores: dict[asyncio.AbstractEventLoop, asyncio.Task[Store]] = {}
         self._store_lock = threading.Lock()
         self._sync: _LoopThread | None = None
 
@@ -125,12 +127,19 @@ class App:
     async def store(self) -> Store:
         """The store for the running event loop, opened (and migrated) on first use."""
         loop = asyncio.get_running_loop()
-        store = self._stores.get(loop)
-        if store is None:
-            store = await open_store(self.settings)
-            with self._store_lock:
-                self._stores[loop] = store
-        return store
+        with self._store_lock:
+            opening = self._stores.get(loop)
+            if opening is None:
+                opening = loop.create_task(open_store(self.settings), name="rota-open-store")
+                self._stores[loop] = opening
+        try:
+            return await asyncio.shield(opening)
+        except BaseException:
+            if opening.done():  # it failed to open: the next caller tries afresh
+                with self._store_lock:
+                    if self._stores.get(loop) is opening:
+                        del self._stores[loop]
+            raise
 
     def _call(self, make: Callable[[], Awaitable[T]]) -> T:
         with self._store_lock:
@@ -413,7 +422,9 @@ class App:
     # -- closing ------------------------------------------------------------
     async def aclose(self) -> None:
         """Close the store of the running loop."""
-        store = self._stores.pop(asyncio.get_running_loop(), None)
+        with self._store_lock:
+            opening = self._stores.pop(asyncio.get_running_loop(), None)
+        store = await _opened(opening)
         if store is not None:
             await store.close()
 
@@ -421,8 +432,20 @@ class App:
         """Close every store this App opened, and its sync loop thread."""
         if self._sync is not None:
             sync = self._sync
-            store = self._stores.pop(sync.loop, None)
+            with self._store_lock:
+                opening = self._stores.pop(sync.loop, None)
+            store = sync.call(_opened(opening))
             if store is not None:
                 sync.call(store.close())
             sync.stop()
             self._sync = None
+
+
+async def _opened(opening: asyncio.Task[Store] | None) -> Store | None:
+    """The store an opening task produced, if it did (waiting for it if it still runs)."""
+    if opening is None:
+        return None
+    try:
+        return await opening
+    except Exception:  # noqa: BLE001 - it never opened: nothing to close
+        return None

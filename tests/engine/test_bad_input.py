@@ -143,3 +143,11 @@ def test_cli_rejects_a_payload_that_is_not_json(tmp_path):
     )
     assert result.returncode == 2
     assert "payload '{not json' is not JSON" in result.stderr
+
+
+async def test_concurrent_first_uses_share_one_store(make_app):
+    import asyncio
+
+    app = make_app()
+    stores = await asyncio.gather(*(app.store() for _ in range(10)))
+    assert all(s is stores[0] for s in stores)
