@@ -159,7 +159,7 @@ async def _complete_on(
     }
     with _translated():
         cur = await conn.execute(Q["complete"], params)
-        return {row[0] for row in await cur.fetchall()}
+        return {row[0] for row in await cur.fetchall() if row[0] is not None}
 
 
 @contextlib.contextmanager

@@ -180,13 +180,22 @@ done AS (
                            ELSE t.now END
     FROM input c, t
     WHERE r.id = c.id AND r.fence = c.fence AND r.state IN ('claimed', 'running')
-    RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, c.outcome, c.error
+    RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, c.outcome, c.error,
+              r.concurrency_key
+),
+recorded AS (
+    INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                               outcome, error)
+    SELECT d.id, d.fence, d.attempt, d.worker_id, d.started_at, t.now, d.outcome, d.error
+    FROM done d, t
+    RETURNING run_id
 )
-INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
-                           outcome, error)
-SELECT d.id, d.fence, d.attempt, d.worker_id, d.started_at, t.now, d.outcome, d.error
-FROM done d, t
-RETURNING run_id;
+SELECT run_id FROM recorded
+-- A keyed run that ends frees a slot of its key: wake the workers waiting on it now
+-- rather than at their next poll (one notification, delivered at commit).
+UNION ALL
+SELECT NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
+                  WHERE concurrency_key IS NOT NULL LIMIT 1) AS wake;
 
 -- name: recorded_outcomes
 -- After an ambiguous commit: which of these outcomes did land? The outcome must match,
