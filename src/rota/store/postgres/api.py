@@ -15,7 +15,7 @@ from rota.store.rows import run_from_row
 class PgApi(PgBase):
     # -- api ------------------------------------------------------------------
     async def search_runs(self, search: RunSearch) -> list[Run]:
-        rows = await self._fetch(
+        rows = await self._rows(
             "search_runs",
             {
                 "namespaces": list(search.namespaces) if search.namespaces is not None else None,
@@ -38,7 +38,7 @@ class PgApi(PgBase):
         return rows[0][0] if rows else None
 
     async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey:
-        rows = await self._fetch(
+        rows = await self._rows(
             "insert_api_key",
             {
                 "key_id": key.key_id,
@@ -53,14 +53,14 @@ class PgApi(PgBase):
         return api_key_from_row(rows[0])
 
     async def get_api_key(self, key_id: str) -> ApiKey | None:
-        rows = await self._fetch("get_api_key", {"key_id": key_id})
+        rows = await self._rows("get_api_key", {"key_id": key_id})
         return api_key_from_row(rows[0]) if rows else None
 
     async def list_api_keys(self) -> list[ApiKey]:
-        return [api_key_from_row(row) for row in await self._fetch("list_api_keys", {})]
+        return [api_key_from_row(row) for row in await self._rows("list_api_keys", {})]
 
     async def revoke_api_key(self, key_id: str, now: datetime | None) -> ApiKey | None:
-        rows = await self._fetch("revoke_api_key", {"key_id": key_id, "now": now})
+        rows = await self._rows("revoke_api_key", {"key_id": key_id, "now": now})
         return api_key_from_row(rows[0]) if rows else None
 
     async def append_audit(self, entry: NewAuditEntry, now: datetime | None) -> int:
@@ -68,7 +68,7 @@ class PgApi(PgBase):
         return int(rows[0][0])
 
     async def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
-        rows = await self._fetch(
+        rows = await self._rows(
             "list_audit",
             {
                 "namespaces": list(query.namespaces) if query.namespaces is not None else None,

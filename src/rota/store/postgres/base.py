@@ -143,7 +143,7 @@ class PgBase:
             async with self._pool.connection() as conn:
                 yield conn
 
-    async def _fetch(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         async with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(Q[query], params)
             return await cur.fetchall() if cur.description else []

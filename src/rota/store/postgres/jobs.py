@@ -21,7 +21,7 @@ class PgJobs(PgBase):
     async def save_job(
         self, spec: JobSpec, cursor: datetime, next_fire_at: datetime | None, now: datetime | None
     ) -> Job:
-        rows = await self._fetch(
+        rows = await self._rows(
             "save_job",
             {
                 "namespace": spec.namespace,
@@ -35,15 +35,15 @@ class PgJobs(PgBase):
         return _job(rows[0])
 
     async def get_job(self, namespace: str, name: str) -> Job | None:
-        rows = await self._fetch("get_job", {"namespace": namespace, "name": name})
+        rows = await self._rows("get_job", {"namespace": namespace, "name": name})
         return _job(rows[0]) if rows else None
 
     async def get_job_by_id(self, job_id: int) -> Job | None:
-        rows = await self._fetch("get_job_by_id", {"id": job_id})
+        rows = await self._rows("get_job_by_id", {"id": job_id})
         return _job(rows[0]) if rows else None
 
     async def list_jobs(self, namespace: str | None = None) -> list[Job]:
-        return [_job(row) for row in await self._fetch("list_jobs", {"namespace": namespace})]
+        return [_job(row) for row in await self._rows("list_jobs", {"namespace": namespace})]
 
     async def delete_job(self, namespace: str, name: str) -> bool:
         return bool(await self._tuples("delete_job", {"namespace": namespace, "name": name}))
@@ -57,7 +57,7 @@ class PgJobs(PgBase):
         next_fire_at: datetime | None,
         now: datetime | None,
     ) -> Job | None:
-        rows = await self._fetch(
+        rows = await self._rows(
             "set_job_paused",
             {
                 "namespace": namespace,
@@ -71,7 +71,7 @@ class PgJobs(PgBase):
         return _job(rows[0]) if rows else None
 
     async def due_jobs(self, until: datetime, limit: int) -> list[Job]:
-        rows = await self._fetch("due_jobs", {"until": until, "limit": limit})
+        rows = await self._rows("due_jobs", {"until": until, "limit": limit})
         return [_job(row) for row in rows]
 
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime
@@ -22,7 +21,6 @@ import structlog
 
 from rota.domain.limits import Limits
 from rota.domain.runs import (
-    Attempt,
     ClaimedRun,
     Lease,
     LogLine,
@@ -31,7 +29,6 @@ from rota.domain.runs import (
     ReapedRun,
     RenewResult,
     Run,
-    RunFilter,
     replay_request,
 )
 from rota.domain.states import RunState
@@ -58,7 +55,7 @@ from rota.store.postgres.base import (
 from rota.store.postgres.jobs import PgJobs
 from rota.store.postgres.registry import PgRegistry
 from rota.store.queries import latest_version, load_migrations
-from rota.store.rows import attempt_from_row, log_from_row, run_from_row
+from rota.store.reading import RunReads
 
 log = structlog.get_logger("rota.store.postgres")
 
@@ -114,7 +111,7 @@ async def _complete_on(
         return {row[0] for row in await cur.fetchall() if row[0] is not None}
 
 
-class PostgresStore(PgJobs, PgRegistry, PgApi):
+class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
     dialect = "postgres"
     supports_transactional_completion = True
 
@@ -294,30 +291,6 @@ class PostgresStore(PgJobs, PgRegistry, PgApi):
             return cur.rowcount
 
     # -- reading and steering -----------------------------------------------
-    async def get_run(self, run_id: int) -> Run | None:
-        rows = await self._fetch("get_run", {"id": run_id})
-        return run_from_row(rows[0]) if rows else None
-
-    async def list_runs(self, run_filter: RunFilter) -> list[Run]:
-        rows = await self._fetch(
-            "list_runs",
-            {
-                "state": run_filter.state.value if run_filter.state else None,
-                "handler": run_filter.handler,
-                "queue": run_filter.queue,
-                "before_id": run_filter.before_id,
-                "limit": run_filter.limit,
-            },
-        )
-        return [run_from_row(row) for row in rows]
-
-    async def attempts(self, run_id: int) -> list[Attempt]:
-        return [attempt_from_row(row) for row in await self._fetch("attempts", {"id": run_id})]
-
-    async def logs(self, run_id: int) -> list[LogLine]:
-        rows = await self._fetch("logs", {"id": run_id})
-        return [log_from_row(row, json.dumps(row["fields"])) for row in rows]
-
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run:
         if not await self._tuples("cancel_waiting", {"id": run_id, "now": now}):
             await self._tuples("request_cancel_active", {"id": run_id})

@@ -22,7 +22,6 @@ from typing import Any
 
 from rota.domain.limits import Active, Candidate, Limit, Limits, choose
 from rota.domain.runs import (
-    Attempt,
     ClaimedRun,
     Lease,
     LogLine,
@@ -30,14 +29,13 @@ from rota.domain.runs import (
     ReapedRun,
     RenewResult,
     Run,
-    RunFilter,
     replay_request,
 )
 from rota.domain.states import RunState
 from rota.errors import InvalidTransition, RunNotFound, StoreUnavailable
 from rota.store.port import ClaimRequest, SchemaStatus
 from rota.store.queries import latest_version, load_migrations
-from rota.store.rows import attempt_from_row, log_from_row, run_from_row
+from rota.store.reading import RunReads
 from rota.store.sqlite.api import SqliteApi
 from rota.store.sqlite.base import (
     BUSY_TIMEOUT_MS,
@@ -53,7 +51,7 @@ from rota.store.sqlite.jobs import SqliteJobs
 from rota.store.sqlite.registry import SqliteRegistry
 
 
-class SqliteStore(SqliteJobs, SqliteRegistry, SqliteApi):
+class SqliteStore(SqliteJobs, SqliteRegistry, SqliteApi, RunReads):
     dialect = "sqlite"
     supports_transactional_completion = False
 
@@ -380,30 +378,6 @@ class SqliteStore(SqliteJobs, SqliteRegistry, SqliteApi):
                 return conn.execute(Q["prune_runs"], {"ids": ids}).rowcount
 
         return await self._call(work)
-
-    async def get_run(self, run_id: int) -> Run | None:
-        rows = await self._rows("get_run", {"id": run_id})
-        return run_from_row(rows[0]) if rows else None
-
-    async def list_runs(self, run_filter: RunFilter) -> list[Run]:
-        rows = await self._rows(
-            "list_runs",
-            {
-                "state": run_filter.state.value if run_filter.state else None,
-                "handler": run_filter.handler,
-                "queue": run_filter.queue,
-                "before_id": run_filter.before_id,
-                "limit": run_filter.limit,
-            },
-        )
-        return [run_from_row(row) for row in rows]
-
-    async def attempts(self, run_id: int) -> list[Attempt]:
-        return [attempt_from_row(row) for row in await self._rows("attempts", {"id": run_id})]
-
-    async def logs(self, run_id: int) -> list[LogLine]:
-        rows = await self._rows("logs", {"id": run_id})
-        return [log_from_row(row, row["fields"]) for row in rows]
 
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run:
         def work(conn: sqlite3.Connection) -> None:
