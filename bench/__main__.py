@@ -17,7 +17,17 @@ from pathlib import Path
 
 from bench.pg import ADMIN_URL
 
-SCENARIOS = ("enqueue", "drain", "latency", "sqlite", "profile", "sustain")
+SCENARIOS = (
+    "enqueue",
+    "drain",
+    "latency",
+    "sqlite",
+    "limited",
+    "profile",
+    "sustain",
+    "cron",
+    "api",
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -21,6 +21,11 @@ class BenchConfig:
     latency_seconds: float = 10.0
     sustain_minutes: float = 5.0
     sustain_workers: int = 2
+    cron_schedules: int = 10_000  # (g) cron jobs firing every minute
+    cron_slots: int = 3  # (g) minute boundaries measured
+    api_rows: int = 1_000_000  # (h) runs in the table behind the HTTP API
+    api_requests: int = 500  # (h) sequential GETs per filter
+    trigger_seconds: float = 15.0  # (h) length of the trigger hammering
     scenario_timeout_s: float = 180.0  # any one measurement; then it is reported failed
     quick: bool = False
 
@@ -41,6 +46,11 @@ class BenchConfig:
             rota_loops=("asyncio",),
             latency_seconds=3.0,
             sustain_minutes=0.5,
+            cron_schedules=1_000,
+            cron_slots=1,
+            api_rows=50_000,
+            api_requests=100,
+            trigger_seconds=3.0,
             scenario_timeout_s=60.0,
             quick=True,
         )

@@ -84,8 +84,8 @@ class Probe:
     def __init__(self, url: str) -> None:
         self._conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
 
-    def scalar(self, sql: str) -> int:
-        row = self._conn.execute(sql).fetchone()
+    def scalar(self, sql: str, params: tuple[object, ...] | None = None) -> int:
+        row = self._conn.execute(sql, params).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
     def execute(self, sql: str) -> None:
@@ -93,6 +93,9 @@ class Probe:
 
     def row(self, sql: str) -> tuple[object, ...] | None:
         return self._conn.execute(sql).fetchone()
+
+    def rows(self, sql: str, params: tuple[object, ...] | None = None) -> list[tuple[object, ...]]:
+        return list(self._conn.execute(sql, params).fetchall())
 
     def close(self) -> None:
         self._conn.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench import report_issues
 from bench.chart import Bar, write_chart
 from bench.results import Results, Summary
 
@@ -136,6 +137,7 @@ def _target_rows(results: Results) -> list[str]:
         )
     else:
         row("last minute within 10% of minute 1", "—", None)
+    report_issues.target_rows(results, row)
     return rows
 
 
@@ -334,6 +336,7 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         ("drain-analyzed", s, v) for v in _variants(results, "drain-analyzed") for s in SYSTEMS
     ]
     drain_bars += [("sqlite-drain", "rota (SQLite)", v) for v in _variants(results, "sqlite-drain")]
+    drain_bars += [("limited-drain", "rota", v) for v in _variants(results, "limited-drain")]
     write_chart(results, png_path, enqueue_bars, drain_bars)
     analysis = ANALYSIS.read_text().strip() if ANALYSIS.exists() else "(none written)"
     parts = [
@@ -342,7 +345,7 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         f"Measured in one run of `python -m bench` on {results.meta.get('date')}, all three "
         "against the same PostgreSQL server. This file and "
         f"[{png_path.name}]({png_path.name}) are generated; re-run `make bench` to refresh "
-        f"them. Repeats: {cfg.get('repeats')} for (a), (b), (c) and (d)"
+        f"them. Repeats: {cfg.get('repeats')} for (a), (b), (c), (d) and (f)"
         f"{' — QUICK SMOKE RUN, numbers are not representative' if cfg.get('quick') else ''}.",
         "",
         f"![chart]({png_path.name})",
@@ -381,6 +384,18 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "## (e) rota sustained throughput",
         "",
         *_sustain_lines(results),
+        "",
+        f"## (f) Issue 3: drain of {cfg.get('jobs', 0):,} runs under per-key limits",
+        "",
+        *report_issues.limited_lines(results),
+        "",
+        "## (g) Issue 4: schedules firing every minute, on PostgreSQL",
+        "",
+        *report_issues.cron_lines(results),
+        "",
+        "## (h) Issue 5: the HTTP API",
+        "",
+        *report_issues.api_lines(results),
         "",
         "## What bounds it",
         "",

@@ -177,3 +177,26 @@ class SqliteProbe:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def keyed_jobs(count: int, keys: int, key_limit: int) -> list[dict[str, Any]]:
+    """No-op runs spread round-robin over ``keys`` concurrency keys, each capped."""
+    return [
+        {
+            "handler": "noop",
+            "payload": {"i": i},
+            "concurrency_key": f"k{i % keys}",
+            "key_limit": key_limit,
+        }
+        for i in range(count)
+    ]
+
+
+async def prefill_keyed(url: str, total: int, keys: int, key_limit: int, batch: int = 5000) -> None:
+    app = make_app(url)
+    try:
+        await app.store()
+        for offset in range(0, total, batch):
+            await app.enqueue_many_async(keyed_jobs(min(batch, total - offset), keys, key_limit))
+    finally:
+        await app.aclose()

@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from bench import latency, machine, pg, profiling, scenarios, sustain
+from bench import api, cron, latency, limited, machine, pg, profiling, scenarios, sustain
 from bench.config import BenchConfig
 from bench.report import write_report
 from bench.results import Results, say
@@ -57,6 +57,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
             # noisy neighbour on a 2-core box moves it by several milliseconds.
             for system in (rota, *PEERS):
                 latency.latency(cfg, results, system)
+        if "limited" in only:
+            limited.limited_drain(cfg, results, worker)
     if "drain" in only:
         for system in (rota, *PEERS):
             scenarios.pg_drain_analyzed(cfg, results, system)
@@ -64,6 +66,10 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         profiling.profile_rota(cfg, results, worker)
     if "sustain" in only:
         sustain.sustain(cfg, results, worker)
+    if "cron" in only:
+        cron.cron_schedules(cfg, results, worker)
+    if "api" in only:
+        api.api(cfg, results)
 
 
 def run(args: argparse.Namespace, command: str, source: str, all_scenarios: tuple[str, ...]) -> int:

@@ -6,9 +6,13 @@ leftovers or for its own earlier repeats.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from bench import pg, rota_runner
 from bench.config import BenchConfig
@@ -51,18 +55,29 @@ def _drain_spec(cfg: BenchConfig, system: System, url: str, processes: int) -> D
     )
 
 
+Prefill = Callable[[str, int], Coroutine[Any, Any, None]]
+
+
 def pg_drain_once(
-    cfg: BenchConfig, system: System, processes: int, analyze: bool = False
+    cfg: BenchConfig,
+    system: System,
+    processes: int,
+    analyze: bool = False,
+    prefill: Prefill | None = None,
+    watch: Callable[[str], AbstractContextManager[object]] | None = None,
 ) -> DrainResult:
+    """One drain in a fresh database. ``prefill`` replaces the system's own (e.g. runs
+    with concurrency keys); ``watch(url)`` is held open around the drain (a sampler)."""
     with pg.fresh_database(cfg.admin_url, "drain") as url:
         run_async(system.module.install(url), SETUP_TIMEOUT_S)
-        run_async(system.module.prefill(url, cfg.jobs), SETUP_TIMEOUT_S)
+        run_async((prefill or system.module.prefill)(url, cfg.jobs), SETUP_TIMEOUT_S)
         if analyze:
             # What autovacuum's auto-analyze does on a stock server soon after a bulk
             # enqueue (it is off on the CI server): plans then follow real statistics.
             with pg.Probe(url) as probe:
                 probe.execute("ANALYZE")
-        result = run_drain(_drain_spec(cfg, system, url, processes), cfg.jobs)
+        with watch(url) if watch else contextlib.nullcontext():
+            result = run_drain(_drain_spec(cfg, system, url, processes), cfg.jobs)
         with pg.Probe(url) as probe:
             succeeded = probe.scalar(system.module.SUCCEEDED_SQL)
             # rota keeps one attempt row per execution: more than N means a double run.
