@@ -179,8 +179,18 @@ class Worker:
             for run in claimed:
                 self._start(run)
             if len(claimed) < min(free, MAX_CLAIM_BATCH):
-                poll = self.settings.poll_seconds
-                await self._first(stopping, self.store.wait_for_work(poll))
+                await self._first(stopping, self.store.wait_for_work(await self._idle_wait()))
+
+    async def _idle_wait(self) -> float:
+        """How long to wait for work: the poll interval, or less when a waiting run falls
+        due sooner (runs planned ahead of their slot were notified when inserted, before
+        they could be claimed)."""
+        poll = self.settings.poll_seconds
+        try:
+            due_in = await self.store.next_due_in(self.queues, self.clock.db_now())
+        except StoreError:
+            return poll
+        return poll if due_in is None else min(poll, due_in)
 
     def _room(self) -> int:
         """How many runs to claim now: the free slots, but never more runs held (running

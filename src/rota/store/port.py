@@ -206,6 +206,11 @@ class Store(Protocol):
         """Reclaim dead row versions in the hot tables (a leader duty; every claim and
         completion leaves one behind, and a queue decays without it)."""
 
+    async def next_due_in(self, queues: Sequence[str], now: datetime | None) -> float | None:
+        """Seconds until the earliest waiting run in ``queues`` is due, if one is waiting
+        and not due yet; lets an idle worker wake for it instead of at its next poll.
+        None when the store does not need it (SQLite polls every 50 ms anyway)."""
+
     async def wait_for_work(self, timeout: float) -> None:
         """Return when new work may be claimable (a notification) or after ``timeout``."""
 

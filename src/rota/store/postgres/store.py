@@ -306,6 +306,10 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
         return enqueued.run_id
 
     # -- wake-ups -----------------------------------------------------------
+    async def next_due_in(self, queues: Sequence[str], now: datetime | None) -> float | None:
+        rows = await self._tuples("next_due_in", {"queues": list(queues), "now": now})
+        return None if not rows or rows[0][0] is None else float(rows[0][0])
+
     async def wait_for_work(self, timeout: float) -> None:
         if self._listener is None:
             self._listener = asyncio.create_task(self._listen(), name="rota-listen")

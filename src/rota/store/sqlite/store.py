@@ -403,6 +403,9 @@ class SqliteStore(SqliteJobs, SqliteRegistry, SqliteApi, RunReads):
         # what keeps the claim on its index.
         await self._call(lambda conn: conn.execute("PRAGMA optimize"))
 
+    async def next_due_in(self, queues: Sequence[str], now: datetime | None) -> float | None:
+        return None  # idle workers poll every sqlite_poll_seconds: nothing to wake for
+
     async def wait_for_work(self, timeout: float) -> None:
         # SQLite has no notifications across processes; an indexed poll is cheap.
         await asyncio.sleep(min(timeout, self.poll_seconds))

@@ -79,6 +79,14 @@ RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fenc
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
           r.correlation_id;
 
+-- name: next_due_in
+-- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
+-- keep an idle worker spinning.
+SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now()))
+FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)s::text[])
+  AND run_at > COALESCE(%(now)s::timestamptz, now());
+
 -- name: claim_lock
 -- Serialises limit-checking claims cluster-wide for this transaction, so two claimers
 -- never both take the last slot of a limit. Plain claims do not take it. A holder that
