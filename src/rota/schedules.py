@@ -48,7 +48,18 @@ def job_spec(
         "timeout": spec.timeout,
     }
     renamed = {"catch_up_window": "catch_up_window_seconds", "jitter": "jitter_seconds"}
-    known = {f.name for f in dataclasses.fields(JobSpec)} | set(renamed)
+    explicit = {
+        "name",
+        "handler",
+        "payload_json",
+        "kind",
+        "cron",
+        "timezone",
+        "interval_seconds",
+        "at",
+        "namespace",
+    }
+    known = {f.name for f in dataclasses.fields(JobSpec)} - explicit | set(renamed)
     for key in options:
         if key not in known:
             raise InvalidArgument("schedule option", key, f"one of {', '.join(sorted(known))}")
