@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -78,6 +79,14 @@ def pg_clean(pg_migrated: str) -> str:
     with psycopg.connect(pg_migrated, autocommit=True) as conn:
         conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY")
     return pg_migrated
+
+
+@pytest.fixture
+def marks(tmp_path: Path) -> Path:
+    """A folder where worker processes started by a test write what they did."""
+    folder = tmp_path / "marks"
+    folder.mkdir()
+    return folder
 
 
 @pytest.fixture

@@ -28,13 +28,6 @@ def app(db_url: str):
     app.close()
 
 
-@pytest.fixture
-def marks(tmp_path: Path) -> Path:
-    folder = tmp_path / "marks"
-    folder.mkdir()
-    return folder
-
-
 def _active(db_url: str) -> list[tuple[str, str | None]]:
     """(handler, concurrency_key) of every claimed or running run, in ONE snapshot: two
     queries could count a run moving from claimed to running twice."""

@@ -26,13 +26,6 @@ def app(db_url: str):
     app.close()
 
 
-@pytest.fixture
-def marks(tmp_path: Path) -> Path:
-    folder = tmp_path / "marks"
-    folder.mkdir()
-    return folder
-
-
 def _states(app: rota.App, run_ids: list[int]) -> Counter[str]:
     return Counter(app.get_run(i).state.value for i in run_ids)
 
