@@ -6,6 +6,7 @@ import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
+from rota import payloads
 from rota.clock import Clock, require_aware
 from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fields
 from rota.domain.runs import check_positive_int, encode_json
@@ -145,10 +146,14 @@ async def trigger_job(
     payload: Any = None,
     idempotency_key: str | None = None,
     correlation_id: str | None = None,
+    registry: Registry | None = None,
 ) -> int:
-    """Run a job now, whatever its schedule (optionally with another payload).
+    """Run a job now, whatever its schedule (optionally with another payload, checked
+    against the handler's payload type when ``registry`` knows the handler).
     ``correlation_id``: the request that asked for it, stamped on the run."""
     job = await get_job(store, namespace, name)
+    if payload is not None and registry is not None:
+        payloads.check_payload(registry, job.spec.handler, payload)
     payload_json = encode_json("payload", payload) if payload is not None else None
     [enqueued] = await store.enqueue(
         [manual_run(job, payload_json, idempotency_key, correlation_id)], clock.db_now()

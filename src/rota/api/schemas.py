@@ -440,18 +440,8 @@ class AuditOut(BaseModel):
 
     @classmethod
     def of(cls, entry: AuditEntry) -> AuditOut:
-        return cls(
-            id=entry.id,
-            at=entry.at,
-            actor=entry.actor,
-            action=entry.action,
-            target=entry.target,
-            namespace=entry.namespace,
-            status=entry.status,
-            outcome=entry.outcome,
-            correlation_id=entry.correlation_id,
-            detail=entry.detail,
-        )
+        # The entry's fields are the response's, one for one.
+        return cls.model_validate(entry, from_attributes=True)
 
 
 class AuditPage(BaseModel):

@@ -185,11 +185,15 @@ async def trigger_job(
     """Run the job now, whatever its schedule; the body's payload replaces the job's."""
     audit_target(request, f"job {namespace}/{name}", namespace)
     _visible(principal, namespace, name)
-    job = await schedules.get_job(store, namespace, name)
     payload = body.payload if body is not None and "payload" in body.model_fields_set else None
-    if payload is not None:
-        payloads.check_payload(context.rota_app.registry, job.spec.handler, payload)
     run_id = await schedules.trigger_job(
-        store, context.clock, namespace, name, payload, idempotency_key, correlation_id(request)
+        store,
+        context.clock,
+        namespace,
+        name,
+        payload,
+        idempotency_key,
+        correlation_id(request),
+        context.rota_app.registry,
     )
     return Triggered(run_id=run_id)
