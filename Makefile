@@ -22,10 +22,11 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 install: $(VENV)/.installed
 
 # rota server with the example handlers and an example schedule on sqlite:///rota.db;
-# it prints how to get a token and what to curl.
+# it prints how to get a token and what to curl. Development mode is asked for here
+# (--dev): the server's default is production, which needs ROTA_JWT_SECRET.
 run: install
 	$(BIN)/python -m rota.examples
-	$(BIN)/rota server --app rota.examples:app
+	$(BIN)/rota server --dev --app rota.examples:app
 
 # Two workers, one SIGKILLed mid-run, and the takeover.
 demo: install

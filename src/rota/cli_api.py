@@ -477,6 +477,16 @@ def workers_drain(node_id: str, url: str, token: str | None, as_json: bool) -> N
     _print_json(worker) if as_json else click.echo(f"{node_id}: {worker['state']}")
 
 
+@workers.command("resume")
+@click.argument("node_id")
+@api_options
+def workers_resume(node_id: str, url: str, token: str | None, as_json: bool) -> None:
+    """Let a drained worker claim again."""
+    with _client(url, token) as client:
+        worker = client.resume_worker(node_id)
+    _print_json(worker) if as_json else click.echo(f"{node_id}: {worker['state']}")
+
+
 # -- tokens ---------------------------------------------------------------------------
 @click.group()
 def token() -> None:
@@ -522,6 +532,12 @@ def token_create(
 @click.option("--no-leader", is_flag=True, help="Never stand for leader on this node.")
 @click.option("--concurrency", type=int, default=8, show_default=True)
 @click.option("--node-id", default=None, help="Unique node name (default HOST-PID).")
+@click.option(
+    "--dev",
+    is_flag=True,
+    help="Development mode (as ROTA_ENV=development): POST /dev/token, the public "
+    "development key if ROTA_JWT_SECRET is unset; loopback addresses only.",
+)
 def server(
     app_target: str | None,
     db: str | None,
@@ -531,8 +547,10 @@ def server(
     no_leader: bool,
     concurrency: int,
     node_id: str | None,
+    dev: bool,
 ) -> None:
-    """Serve the HTTP API, with an embedded worker and leader."""
+    """Serve the HTTP API, with an embedded worker and leader. Production unless
+    ROTA_ENV or --dev says otherwise: then ROTA_JWT_SECRET is required."""
     from rota.api.settings import ApiSettings
     from rota.app import App
     from rota.cli import load_app
@@ -548,6 +566,7 @@ def server(
             embedded_leader=not no_leader,
             worker_concurrency=concurrency,
             node_id=node_id,
+            env="development" if dev else None,
         )
         serve(rota_app, settings, host, port, "info")
     except StoreUnavailable as exc:

@@ -152,5 +152,8 @@ class RotaClient:
     def drain_worker(self, node_id: str) -> Any:
         return self.request("POST", f"/api/v1/workers/{node_id}/drain")
 
+    def resume_worker(self, node_id: str) -> Any:
+        return self.request("POST", f"/api/v1/workers/{node_id}/resume")
+
     def dev_token(self, **request: Any) -> Any:
         return self.request("POST", "/dev/token", json=request)

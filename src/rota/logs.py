@@ -1,7 +1,12 @@
-"""structlog set-up for processes rota starts (workers, the CLI, the demo).
+"""structlog set-up for processes rota starts (workers, the CLI, the server, the demo).
 
 Libraries should not configure logging on import, so nothing here runs unless a
 process entry point calls :func:`configure`.
+
+Exceptions are logged with their traceback and never with local variables, in both
+formats: a frame's locals hold whatever the code had at hand — settings with the
+signing key, request headers with a bearer token, a job's payload — and one rich
+traceback with locals wrote all of them to the log (docs/security.md).
 """
 
 from __future__ import annotations
@@ -14,23 +19,41 @@ import structlog
 LEVELS = ("debug", "info", "warning", "error")
 
 
+def exception_formatter() -> structlog.typing.ExceptionRenderer:
+    """The console's traceback: rich's layout, without the locals panel."""
+    return structlog.dev.RichTracebackFormatter(show_locals=False)
+
+
+def exception_renderer() -> structlog.typing.Processor:
+    """JSON's traceback: a list of frames (file, line, function) without locals."""
+    return structlog.processors.ExceptionRenderer(
+        structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+    )
+
+
+def processors(json: bool, colors: bool) -> list[structlog.typing.Processor]:
+    tail: list[structlog.typing.Processor] = (
+        [exception_renderer(), structlog.processors.JSONRenderer()]
+        if json
+        else [
+            structlog.dev.ConsoleRenderer(colors=colors, exception_formatter=exception_formatter())
+        ]
+    )
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        *tail,
+    ]
+
+
 def configure(level: str = "info", json: bool = False) -> None:
     if level not in LEVELS:
         from rota.errors import InvalidArgument
 
         raise InvalidArgument("log level", level, f"one of {', '.join(LEVELS)}")
-    renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer()
-        if json
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
-    )
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
+        processors=processors(json, colors=sys.stderr.isatty()),
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 
 import uvicorn
+from fastapi import FastAPI
 from rich.console import Console
 
 from rota.api.app import create_api
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.bootstrap import open_store
+from rota.redact import redact_url
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5017
@@ -29,9 +31,23 @@ class ServerFailed(Exception):
 def serve(rota_app: App, settings: ApiSettings, host: str, port: int, log_level: str) -> None:
     """Serve until SIGTERM/SIGINT; the embedded worker hands back unfinished runs."""
     settings.check_startable()
+    settings.check_bind(host)
     asyncio.run(_check_database(rota_app))  # one clear error before uvicorn starts
     api = create_api(rota_app, settings)
-    config = uvicorn.Config(
+    server = uvicorn.Server(uvicorn_config(api, rota_app, settings, host, port, log_level))
+    _banner(rota_app, settings, host, port)
+    server.run()
+    if not server.started:
+        raise ServerFailed(f"the server did not start on {host}:{port} (see the log above)")
+
+
+def uvicorn_config(
+    api: FastAPI, rota_app: App, settings: ApiSettings, host: str, port: int, log_level: str
+) -> uvicorn.Config:
+    """uvicorn believes X-Forwarded-* only from ROTA_TRUSTED_PROXIES. (Its own default
+    trusts them from 127.0.0.1, so anyone on the host, or any proxy that passes the
+    header through, could pick their address and with it a fresh failed-auth budget.)"""
+    return uvicorn.Config(
         api,
         host=host,
         port=port,
@@ -39,13 +55,10 @@ def serve(rota_app: App, settings: ApiSettings, host: str, port: int, log_level:
         log_level=log_level,
         server_header=False,
         date_header=True,
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=list(settings.trusted_proxies) or "",
         timeout_graceful_shutdown=int(rota_app.settings.shutdown_grace_seconds) + 5,
     )
-    server = uvicorn.Server(config)
-    _banner(rota_app, settings, host, port)
-    server.run()
-    if not server.started:
-        raise ServerFailed(f"the server did not start on {host}:{port} (see the log above)")
 
 
 async def _check_database(rota_app: App) -> None:
@@ -61,7 +74,7 @@ def _banner(rota_app: App, settings: ApiSettings, host: str, port: int) -> None:
         if on
     ]
     console.print(
-        f"[bold]rota server[/] on {url} · database {rota_app.settings.database_url} · "
+        f"[bold]rota server[/] on {url} · database {redact_url(rota_app.settings.database_url)} · "
         f"handlers: {', '.join(rota_app.registry.names()) or 'none'} · "
         f"embedded: {', '.join(duties) or 'nothing'} · env {settings.env}"
     )

@@ -148,12 +148,25 @@ def test_errors_are_one_line_and_non_zero(server: str, tmp_path: Path) -> None:
     assert unreachable.stderr.startswith("rota: error: cannot reach the rota server")
 
 
-def test_production_refuses_to_start_without_a_key(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "ROTA_ENV": "production",
-        "ROTA_DATABASE_URL": f"sqlite:///{tmp_path}/r.db",
-    }
+def serve_once(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    """`rota server` that is expected to refuse to start (it would otherwise block)."""
+    return subprocess.run(
+        [sys.executable, "-m", "rota", "server", "--port", str(free_port()), *extra],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("rota_env", ["production", None], ids=["explicit", "unset"])
+def test_production_refuses_to_start_without_a_key(tmp_path: Path, rota_env: str | None) -> None:
+    """Production is the default: without ROTA_ENV there is no dev mode either."""
+    env = {**os.environ, "ROTA_DATABASE_URL": f"sqlite:///{tmp_path}/r.db"}
+    env.pop("ROTA_ENV", None)
+    if rota_env is not None:
+        env["ROTA_ENV"] = rota_env
     env.pop("ROTA_JWT_SECRET", None)
     result = subprocess.run(
         [sys.executable, "-m", "rota", "server", "--port", str(free_port())],
@@ -164,7 +177,8 @@ def test_production_refuses_to_start_without_a_key(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2
-    assert "ROTA_ENV=production needs a signing key" in result.stderr
+    assert "production (the default; ROTA_ENV=development or --dev" in result.stderr
+    assert "needs a signing key: set ROTA_JWT_SECRET" in result.stderr
     env["ROTA_JWT_SECRET"] = "rota-development-signing-key-do-not-use-in-production"
     public = subprocess.run(
         [sys.executable, "-m", "rota", "server", "--port", str(free_port())],
@@ -176,3 +190,30 @@ def test_production_refuses_to_start_without_a_key(tmp_path: Path) -> None:
     )
     assert public.returncode == 2
     assert "public development key" in public.stderr
+
+
+@pytest.mark.parametrize("secret", [" " * 48, "a" * 48, "abababababababababababababababab"])
+def test_a_low_entropy_secret_is_refused_without_echoing_it(tmp_path: Path, secret: str) -> None:
+    env = {**os.environ, "ROTA_DATABASE_URL": f"sqlite:///{tmp_path}/r.db"}
+    env.pop("ROTA_ENV", None)
+    env["ROTA_JWT_SECRET"] = secret
+    result = serve_once(env)
+    assert result.returncode == 2
+    assert "ROTA_JWT_SECRET has only" in result.stderr, result.stderr
+    assert "distinct characters" in result.stderr
+    if secret.strip():
+        assert secret not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])
+def test_dev_mode_refuses_a_non_loopback_address(tmp_path: Path, host: str) -> None:
+    env = {**os.environ, "ROTA_DATABASE_URL": f"sqlite:///{tmp_path}/r.db"}
+    env.pop("ROTA_JWT_SECRET", None)
+    for how, extra in (("env", ()), ("flag", ("--dev",))):
+        env.pop("ROTA_ENV", None)
+        if how == "env":
+            env["ROTA_ENV"] = "development"
+        result = serve_once(env, "--host", host, *extra)
+        assert result.returncode == 2, (how, result.stderr)
+        assert "development mode" in result.stderr
+        assert "serves loopback only" in result.stderr

@@ -22,7 +22,7 @@ from rota.api.audit import AuditMiddleware
 from rota.api.auth import ScopeGuard
 from rota.api.context import ApiContext
 from rota.api.middleware import EdgeMiddleware
-from rota.api.ratelimit import RateLimiter
+from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.routes import access, cluster, jobs, public, runs
 from rota.api.settings import ApiSettings
 from rota.app import App
@@ -44,10 +44,18 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         limiter=RateLimiter(
             settings.rate_per_second, settings.rate_burst, rota_app.clock.monotonic
         ),
-        failed_auth=RateLimiter(
-            settings.failed_auth_per_second, settings.failed_auth_burst, rota_app.clock.monotonic
+        failed_auth=FailureBudget(
+            settings.failed_auth_burst,
+            settings.failed_auth_window_seconds,
+            rota_app.clock.monotonic,
         ),
     )
+    if settings.uses_public_key:
+        log.warning(
+            "tokens are signed with the public development key: anyone can mint any "
+            "token for this server; set ROTA_JWT_SECRET for anything but local development",
+            env=settings.env,
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -94,15 +102,21 @@ def api_routes(api: FastAPI) -> list[tuple[str, APIRoute]]:
     return found
 
 
-def route_scope(route: APIRoute) -> str | None:
-    """The scope a route's guard requires, or None if it has no guard."""
+def route_guard(route: APIRoute) -> ScopeGuard | None:
+    """A route's auth rule, or None if it has none."""
     stack = list(route.dependant.dependencies)
     while stack:
         dependency = stack.pop()
         if isinstance(dependency.call, ScopeGuard):
-            return dependency.call.scope.value
+            return dependency.call
         stack.extend(dependency.dependencies)
     return None
+
+
+def route_scope(route: APIRoute) -> str | None:
+    """The scope a route's guard requires, or None if it has no guard."""
+    guard = route_guard(route)
+    return guard.scope.value if guard is not None else None
 
 
 def _openapi(api: FastAPI) -> dict[str, Any]:
@@ -125,12 +139,13 @@ def _openapi(api: FastAPI) -> dict[str, Any]:
     )
     problem_ref = "#/components/schemas/Problem"
     for path, route in api_routes(api):
-        scope = route_scope(route)
+        guard = route_guard(route)
         for method in route.methods or ():
             operation = schema["paths"][path][method.lower()]
-            if scope is not None:
-                operation["security"] = [{"HTTPBearer": [scope]}]
-                operation["x-required-scope"] = scope
+            if guard is not None:
+                operation["security"] = [{"HTTPBearer": [guard.scope.value]}]
+                operation["x-required-scope"] = guard.scope.value
+                operation["x-cluster-wide"] = guard.cluster_wide
             for response in operation.get("responses", {}).values():
                 content = response.get("content", {})
                 json_body = content.get("application/json", {})

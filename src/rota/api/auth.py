@@ -2,9 +2,14 @@
 
 Callers send ``Authorization: Bearer <credential>``: either a JWT signed with HS256 (the
 only algorithm accepted) or an API key ``rota_<id>_<secret>``. Each route depends on a
-:class:`ScopeGuard` naming the one scope it needs; the guard authenticates, spends a
-rate-limit token, checks the scope (403) and hands the route a :class:`Principal`.
-Namespaces are checked by the routes (another namespace's resource is 404).
+:class:`ScopeGuard` naming the one scope it needs (and whether it acts on the whole
+cluster); the guard authenticates, spends a rate-limit token, checks the scope and the
+reach (403) and hands the route a :class:`Principal`. Namespaces are checked by the
+routes (another namespace's resource is 404).
+
+Failed authentications spend a budget per source address and per credential id; a
+spent budget blocks that source or credential for the rest of its window, even with a
+correct credential (docs/security.md).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from rota import access
 from rota.api.context import api_context
 from rota.api.problems import ProblemException
-from rota.api.ratelimit import RateLimiter
+from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.settings import ApiSettings
 from rota.domain.access import (
     API_KEY_PREFIX,
@@ -30,6 +35,7 @@ from rota.domain.access import (
     parse_namespaces,
     parse_scopes,
     role_scopes,
+    split_api_key,
 )
 from rota.errors import InvalidArgument
 
@@ -86,6 +92,15 @@ def principal_from_jwt(settings: ApiSettings, token: str) -> Principal:
         raise _unauthorized("the token is not valid yet") from None
     except jwt.InvalidTokenError as exc:
         raise _unauthorized(f"the token is not valid: {exc}") from None
+    subject = claims["sub"]
+    if not isinstance(subject, str) or not subject.strip():
+        raise _unauthorized("the token's subject (sub) is empty")
+    lifetime = claims["exp"] - claims["iat"]
+    if lifetime > settings.max_token_lifetime_seconds:
+        raise _unauthorized(
+            f"the token lives {lifetime:.0f} s (exp - iat); this server accepts at most "
+            f"{settings.max_token_lifetime_seconds} s"
+        )
     try:
         scope_text = claims.get("scope", "")
         roles = claims.get("roles", [])
@@ -98,21 +113,57 @@ def principal_from_jwt(settings: ApiSettings, token: str) -> Principal:
         reach = parse_namespaces(namespaces)
     except InvalidArgument as exc:
         raise _unauthorized(f"the token's claims are not valid: {exc}") from None
-    return Principal(subject=str(claims["sub"]), kind="jwt", scopes=scopes, namespaces=reach)
+    return Principal(subject=subject, kind="jwt", scopes=scopes, namespaces=reach)
 
 
-def _client(request: Request) -> str:
+def client_address(request: Request) -> str:
+    """The TCP peer, or what a configured trusted proxy says the client is (uvicorn
+    rewrites the peer from X-Forwarded-For only for ROTA_TRUSTED_PROXIES)."""
     return request.client.host if request.client else "unknown"
+
+
+def credential_id(credential: str) -> str | None:
+    """Which credential this claims to be, without checking it: an API key's id, or a
+    JWT's (unverified) subject. Never the secret part."""
+    if credential.startswith(API_KEY_PREFIX):
+        parts = split_api_key(credential)
+        return f"api_key:{parts[0]}" if parts else None
+    try:
+        claims = jwt.decode(credential, options={"verify_signature": False})
+    except jwt.InvalidTokenError:
+        return None
+    subject = claims.get("sub") if isinstance(claims, dict) else None
+    if isinstance(subject, str) and 0 < len(subject) <= 200:
+        return f"jwt:{subject}"
+    return None
+
+
+def _too_many(wait: float, what: str) -> ProblemException:
+    retry = RateLimiter.retry_after(wait)
+    return ProblemException(
+        429, f"too many {what}; retry in {retry} s", headers={"Retry-After": retry}
+    )
 
 
 def _spend(limiter: RateLimiter, subject: str, what: str) -> None:
     wait = limiter.take(subject)
     if wait is not None:
-        raise ProblemException(
-            429,
-            f"too many {what}; retry in {RateLimiter.retry_after(wait)} s",
-            headers={"Retry-After": RateLimiter.retry_after(wait)},
-        )
+        raise _too_many(wait, what)
+
+
+def _failure_keys(request: Request, credential: str) -> list[str]:
+    keys = [f"source:{client_address(request)}"]
+    claimed = credential_id(credential)
+    if claimed is not None:
+        keys.append(f"credential:{claimed}")
+    return keys
+
+
+def _check_budget(budget: FailureBudget, keys: list[str]) -> None:
+    for key in keys:
+        wait = budget.blocked(key)
+        if wait is not None:
+            raise _too_many(wait, "failed authentications")
 
 
 async def authenticate(
@@ -122,6 +173,12 @@ async def authenticate(
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise _unauthorized("this route needs a bearer token or API key", error=None)
     credential = credentials.credentials
+    keys = _failure_keys(request, credential)
+    try:
+        _check_budget(context.failed_auth, keys)
+    except ProblemException:
+        request.state.auth_failure = "blocked"
+        raise
     try:
         if credential.startswith(API_KEY_PREFIX):
             principal = await access.authenticate_api_key(await context.store(), credential)
@@ -130,17 +187,22 @@ async def authenticate(
             return principal
         return principal_from_jwt(context.settings, credential)
     except ProblemException:
-        # Guessing credentials costs the guesser: failures spend a per-address budget.
-        _spend(context.failed_auth, _client(request), "failed authentications")
+        # Guessing credentials costs the guesser: a budget per source and per credential.
+        request.state.auth_failure = "api_key" if credential.startswith(API_KEY_PREFIX) else "jwt"
+        for key in keys:
+            context.failed_auth.fail(key)
         raise
 
 
 class ScopeGuard:
-    """A route's auth rule: the one scope it needs. The auth-matrix test finds every
-    route's guard; a route without one fails it."""
+    """A route's auth rule: the one scope it needs, and whether it acts on the whole
+    cluster (workers, limits, the leader): such a route also needs a caller who reaches
+    every namespace, since its effect reaches every namespace. The auth-matrix test
+    finds every route's guard; a route without one fails it."""
 
-    def __init__(self, scope: Scope) -> None:
+    def __init__(self, scope: Scope, cluster_wide: bool = False) -> None:
         self.scope = scope
+        self.cluster_wide = cluster_wide
 
     async def __call__(
         self,
@@ -155,11 +217,19 @@ class ScopeGuard:
             raise ProblemException(
                 403, f"this needs scope {self.scope.value}; the caller holds: {held}"
             )
+        if self.cluster_wide and principal.namespaces is not None:
+            raise ProblemException(
+                403,
+                "this acts on the whole cluster, so it needs a caller who reaches every "
+                f"namespace ('*'); the caller reaches: {', '.join(sorted(principal.namespaces))}",
+            )
         return principal
 
 
 GUARDS = {scope: ScopeGuard(scope) for scope in Scope}
+CLUSTER_ADMIN_GUARD = ScopeGuard(Scope.ADMIN, cluster_wide=True)
 Reader = Annotated[Principal, Depends(GUARDS[Scope.READ])]
 Trigger = Annotated[Principal, Depends(GUARDS[Scope.TRIGGER])]
 Manager = Annotated[Principal, Depends(GUARDS[Scope.MANAGE])]
 Admin = Annotated[Principal, Depends(GUARDS[Scope.ADMIN])]
+ClusterAdmin = Annotated[Principal, Depends(CLUSTER_ADMIN_GUARD)]

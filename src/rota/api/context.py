@@ -7,7 +7,7 @@ from typing import Annotated, cast
 
 from fastapi import Depends, Request
 
-from rota.api.ratelimit import RateLimiter
+from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.clock import Clock
@@ -19,7 +19,7 @@ class ApiContext:
     rota_app: App
     settings: ApiSettings
     limiter: RateLimiter
-    failed_auth: RateLimiter  # per client address, spent by failed authentication only
+    failed_auth: FailureBudget  # per source address and per credential id
 
     @property
     def clock(self) -> Clock:

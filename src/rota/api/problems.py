@@ -98,8 +98,10 @@ def problem_response(
         errors=[FieldProblem(field=f, message=m) for f, m in field_problems] or None,
     )
     if request is not None:
-        # The audit log records why a mutating call was refused.
-        request.state.problem_detail = detail
+        # The audit log records why a mutating call was refused: the kind of problem and
+        # the fields named, never the detail text (it may quote what the caller sent).
+        request.state.problem_kind = kind or _KINDS.get(status, "error")
+        request.state.problem_fields = [name for name, _ in field_problems]
     return JSONResponse(
         body.model_dump(exclude_none=True),
         status_code=status,

@@ -48,3 +48,48 @@ class RateLimiter:
     def retry_after(wait: float) -> str:
         """Retry-After is whole seconds: round up so a client that obeys it succeeds."""
         return str(max(1, math.ceil(wait)))
+
+
+@dataclass
+class _Window:
+    started: float
+    failures: int
+
+
+class FailureBudget:
+    """At most ``budget`` failures per ``window`` seconds per key; a key that spent its
+    budget is *blocked* until its window ends: every request for it is refused, right
+    or wrong, so guessing gains nothing by being interleaved with a correct credential.
+
+    Fixed windows rather than a token bucket: a bucket refills one guess at a time and
+    so never stops a patient guesser; a window stops it for the whole window.
+    """
+
+    def __init__(self, budget: int, window: float, monotonic: Callable[[], float]) -> None:
+        self.budget = budget
+        self.window = window
+        self._monotonic = monotonic
+        self._windows: OrderedDict[str, _Window] = OrderedDict()
+
+    def blocked(self, key: str) -> float | None:
+        """Seconds until ``key`` may try again, or None if it may now."""
+        current = self._current(key, self._monotonic())
+        if current is None or current.failures < self.budget:
+            return None
+        return current.started + self.window - self._monotonic()
+
+    def fail(self, key: str) -> None:
+        """Count one failure against ``key``."""
+        now = self._monotonic()
+        current = self._current(key, now) or _Window(now, 0)
+        current.failures += 1
+        self._windows.pop(key, None)
+        self._windows[key] = current
+        if len(self._windows) > MAX_SUBJECTS:
+            self._windows.popitem(last=False)
+
+    def _current(self, key: str, now: float) -> _Window | None:
+        found = self._windows.get(key)
+        if found is None or now - found.started >= self.window:
+            return None
+        return found

@@ -1,22 +1,30 @@
 """The HTTP API's settings: one frozen, validated object built once (flags, environment).
 
-``ROTA_ENV=production`` turns off the dev token endpoint and refuses to start without a
-real signing key (``ROTA_JWT_SECRET``); outside production a well-known development key
-is used when none is set, and a warning says so.
+Production is the default: without ``ROTA_ENV`` the server has no dev token endpoint and
+refuses to start without a real signing key (``ROTA_JWT_SECRET``, 32+ bytes, not a
+repeated pattern). Development mode is asked for explicitly (``ROTA_ENV=development`` or
+``rota server --dev``) and only ever serves a loopback address; there a well-known
+development key is used when none is set, and a warning says so. docs/security.md.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from rota.errors import InvalidArgument, RotaError
+from rota.redact import Secret
 
 # Public on purpose: anyone can mint tokens with it, so production refuses it.
 DEV_SIGNING_KEY = "rota-development-signing-key-do-not-use-in-production"
 MIN_KEY_BYTES = 32  # HS256 keys shorter than the hash output are brute-forceable
+# A key of 32+ bytes drawn from very few characters ("aaaa...", spaces) is long but not
+# random; any generated key (token_urlsafe, hex) has far more distinct characters.
+MIN_KEY_DISTINCT_CHARACTERS = 10
+LOOPBACK_NAMES = ("localhost",)
 MAX_LEEWAY_SECONDS = 30.0
 ENVIRONMENTS = ("development", "test", "production")
 
@@ -25,21 +33,55 @@ class InsecureConfiguration(RotaError):
     """The server would start in a state that is not safe for its environment."""
 
 
+def weak_key_reason(key: str) -> str | None:
+    """Why ``key`` is not fit to sign tokens, or None. Never names the key itself."""
+    size = len(key.encode())
+    if size < MIN_KEY_BYTES:
+        return f"is {size} bytes; an HS256 signing key needs at least {MIN_KEY_BYTES}"
+    distinct = len(set(key.strip()))
+    if distinct < MIN_KEY_DISTINCT_CHARACTERS:
+        return (
+            f"has only {distinct} distinct characters; a random key has many more "
+            f"(at least {MIN_KEY_DISTINCT_CHARACTERS} are required)"
+        )
+    return None
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name we cannot judge, or 0.0.0.0/:: (every interface)
+
+
 @dataclass(frozen=True)
 class ApiSettings:
-    env: str = "development"
-    signing_key: str | None = None  # None: DEV_SIGNING_KEY, outside production only
+    env: str = "production"
+    # None: DEV_SIGNING_KEY, outside production only. A str is wrapped in a Secret.
+    signing_key: Secret | str | None = None
     issuer: str = "rota"
     audience: str = "rota-api"
     leeway_seconds: float = 10.0
     dev_token_ttl_seconds: int = 3600
+    # No token is accepted whose lifetime (exp - iat) is longer than this.
+    max_token_lifetime_seconds: int = 24 * 3600
     body_limit_bytes: int = 1024 * 1024
     # Token bucket per subject (a token's sub, an API key's id), per server process.
     rate_per_second: float = 20.0
     rate_burst: int = 60
-    # Failed authentications per client address: guessing keys or tokens costs this.
-    failed_auth_per_second: float = 1.0
+    # Failed authentications: this many per window per source address and per
+    # credential id; once spent, every request from that address or with that
+    # credential is 429 until the window ends, right credential or not.
     failed_auth_burst: int = 20
+    failed_auth_window_seconds: float = 300.0
+    # X-Forwarded-For / X-Forwarded-Proto are believed only from these addresses or
+    # networks (a reverse proxy); empty: never, the TCP peer is the client.
+    trusted_proxies: tuple[str, ...] = ()
+    # Throttled calls and failed authentications are audited once per caller or source
+    # address per this window, with a count of the ones left out (flood-proofing).
+    audit_sample_window_seconds: float = 60.0
     # /health/ready is 503 when a due run has waited longer than this for a worker.
     ready_max_due_wait_seconds: float = 300.0
     # What `rota server` runs beside the API on the same event loop.
@@ -60,20 +102,44 @@ class ApiSettings:
             "rate_burst",
             "failed_auth_burst",
             "dev_token_ttl_seconds",
+            "max_token_lifetime_seconds",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgument(name, value, "an integer >= 1")
-        for name in ("rate_per_second", "failed_auth_per_second", "ready_max_due_wait_seconds"):
+        for name in (
+            "rate_per_second",
+            "failed_auth_window_seconds",
+            "audit_sample_window_seconds",
+            "ready_max_due_wait_seconds",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise InvalidArgument(name, value, "a number > 0")
-        if self.signing_key is not None and len(self.signing_key.encode()) < MIN_KEY_BYTES:
-            raise InsecureConfiguration(
-                f"ROTA_JWT_SECRET is {len(self.signing_key.encode())} bytes; an HS256 signing "
-                f"key needs at least {MIN_KEY_BYTES} (e.g. `python -c 'import secrets; "
-                "print(secrets.token_urlsafe(48))'`)"
+        if self.dev_token_ttl_seconds > self.max_token_lifetime_seconds:
+            raise InvalidArgument(
+                "dev_token_ttl_seconds",
+                self.dev_token_ttl_seconds,
+                f"at most max_token_lifetime_seconds ({self.max_token_lifetime_seconds})",
             )
+        for proxy in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise InvalidArgument(
+                    "ROTA_TRUSTED_PROXIES", proxy, "IP addresses or networks (10.0.0.0/8)"
+                ) from None
+        key = self.signing_key
+        if isinstance(key, str):
+            key = Secret(key)
+            object.__setattr__(self, "signing_key", key)
+        if key is not None:
+            reason = weak_key_reason(key.reveal())
+            if reason is not None:
+                raise InsecureConfiguration(
+                    f"ROTA_JWT_SECRET {reason} (make one with `python -c 'import secrets; "
+                    "print(secrets.token_urlsafe(48))'`)"
+                )
 
     @property
     def production(self) -> bool:
@@ -85,8 +151,16 @@ class ApiSettings:
         return not self.production
 
     @property
+    def uses_public_key(self) -> bool:
+        """True when tokens are signed with the published development key."""
+        return self.signing_key is None or self.signing_key == Secret(DEV_SIGNING_KEY)
+
+    @property
     def key(self) -> str:
-        return self.signing_key or DEV_SIGNING_KEY
+        """The signing key itself: for signing and checking tokens, nothing else."""
+        if isinstance(self.signing_key, Secret):
+            return self.signing_key.reveal()
+        return DEV_SIGNING_KEY
 
     def check_startable(self) -> None:
         """Refuse to serve production with a missing or well-known signing key."""
@@ -94,12 +168,22 @@ class ApiSettings:
             return
         if self.signing_key is None:
             raise InsecureConfiguration(
-                "ROTA_ENV=production needs a signing key: set ROTA_JWT_SECRET to a random "
+                "production (the default; ROTA_ENV=development or --dev for a local "
+                "development server) needs a signing key: set ROTA_JWT_SECRET to a random "
                 f"secret of at least {MIN_KEY_BYTES} bytes"
             )
-        if self.signing_key == DEV_SIGNING_KEY:
+        if self.uses_public_key:
             raise InsecureConfiguration(
                 "ROTA_JWT_SECRET is the public development key; production needs its own secret"
+            )
+
+    def check_bind(self, host: str) -> None:
+        """Development mode hands out admin tokens to anyone who asks: only on loopback."""
+        if self.dev_tokens and not is_loopback(host):
+            raise InsecureConfiguration(
+                f"development mode (ROTA_ENV={self.env}) mints admin tokens for anyone who "
+                f"can reach the port, so it serves loopback only, not {host!r}: bind "
+                "127.0.0.1, or run in production with ROTA_JWT_SECRET set"
             )
 
     def with_overrides(self, **overrides: Any) -> ApiSettings:
@@ -113,9 +197,11 @@ class ApiSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ApiSettings:
         """ROTA_ENV, ROTA_JWT_SECRET, ROTA_JWT_ISSUER, ROTA_JWT_AUDIENCE,
         ROTA_API_RATE_PER_SECOND, ROTA_API_RATE_BURST, ROTA_API_BODY_LIMIT_BYTES,
-        ROTA_READY_MAX_DUE_WAIT_SECONDS."""
+        ROTA_READY_MAX_DUE_WAIT_SECONDS, ROTA_MAX_TOKEN_LIFETIME_SECONDS,
+        ROTA_FAILED_AUTH_BURST, ROTA_FAILED_AUTH_WINDOW_SECONDS, ROTA_TRUSTED_PROXIES
+        (comma-separated)."""
         environ = os.environ if environ is None else environ
-        names = {
+        names: dict[str, tuple[str, Callable[[str], Any]]] = {
             "ROTA_ENV": ("env", str),
             "ROTA_JWT_SECRET": ("signing_key", str),
             "ROTA_JWT_ISSUER": ("issuer", str),
@@ -124,14 +210,27 @@ class ApiSettings:
             "ROTA_API_RATE_BURST": ("rate_burst", int),
             "ROTA_API_BODY_LIMIT_BYTES": ("body_limit_bytes", int),
             "ROTA_READY_MAX_DUE_WAIT_SECONDS": ("ready_max_due_wait_seconds", float),
+            "ROTA_MAX_TOKEN_LIFETIME_SECONDS": ("max_token_lifetime_seconds", int),
+            "ROTA_FAILED_AUTH_BURST": ("failed_auth_burst", int),
+            "ROTA_FAILED_AUTH_WINDOW_SECONDS": ("failed_auth_window_seconds", float),
+            "ROTA_TRUSTED_PROXIES": ("trusted_proxies", _comma_list),
         }
         values: dict[str, Any] = {}
         for variable, (name, kind) in names.items():
             raw = environ.get(variable)
             if raw is None or raw == "":
                 continue
+            if variable == "ROTA_JWT_SECRET":
+                values[name] = Secret(raw)  # never parsed, never echoed
+                continue
             try:
                 values[name] = kind(raw)
             except ValueError:
-                raise InvalidArgument(variable, raw, f"a {kind.__name__}") from None
+                raise InvalidArgument(
+                    variable, raw, f"a {getattr(kind, '__name__', 'value')}"
+                ) from None
         return cls(**values).with_overrides(**overrides)
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())

@@ -1,4 +1,9 @@
-"""The cluster: workers, the leader, registered handlers, and cron previews."""
+"""The cluster: workers, the leader, registered handlers, and cron previews.
+
+Who may act here: reading the cluster's state needs only jobs:read (a team needs to
+know whether workers are up); acting on it (drain, resume) changes what every
+namespace gets, so it needs jobs:admin *and* a caller who reaches every namespace
+(``ClusterAdmin``). docs/security.md."""
 
 from __future__ import annotations
 
@@ -9,8 +14,8 @@ from zoneinfo import ZoneInfo
 from fastapi import APIRouter, Path, Query, Request
 
 from rota import payloads, schedules, services
-from rota.api.auth import Admin, Reader
-from rota.api.context import Context, StoreDep, audit_target
+from rota.api.auth import ClusterAdmin, Reader
+from rota.api.context import ApiContext, Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import (
     CronInstant,
@@ -24,6 +29,7 @@ from rota.api.schemas import (
     WorkerOut,
 )
 from rota.errors import WorkerNotFound
+from rota.store.port import Store
 
 router = APIRouter(prefix="/api/v1", tags=["cluster"])
 
@@ -40,13 +46,31 @@ async def list_workers(principal: Reader, context: Context, store: StoreDep) -> 
 async def drain_worker(
     request: Request,
     node_id: Annotated[Name, Path()],
-    principal: Admin,
+    principal: ClusterAdmin,
     context: Context,
     store: StoreDep,
 ) -> WorkerOut:
     """The worker stops claiming and finishes what it holds."""
     audit_target(request, f"worker {node_id}")
     await services.drain_worker(store, context.clock, node_id)
+    return await _worker_out(context, store, node_id)
+
+
+@router.post("/workers/{node_id}/resume", responses=responses(*AUTHENTICATED, 404))
+async def resume_worker(
+    request: Request,
+    node_id: Annotated[Name, Path()],
+    principal: ClusterAdmin,
+    context: Context,
+    store: StoreDep,
+) -> WorkerOut:
+    """A drained worker claims again."""
+    audit_target(request, f"worker {node_id}")
+    await services.resume_worker(store, context.clock, node_id)
+    return await _worker_out(context, store, node_id)
+
+
+async def _worker_out(context: ApiContext, store: Store, node_id: str) -> WorkerOut:
     now = await store.now(context.clock.db_now())
     for worker in await services.list_workers(store):
         if worker.node_id == node_id:

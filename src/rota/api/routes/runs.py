@@ -143,6 +143,10 @@ async def _requeue(
     request: Request, run_id: RunId, principal: Principal, context: Context, store: StoreDep
 ) -> Requeued:
     audit_target(request, f"run {run_id}")
+    # The entry belongs to the run's namespace, so that namespace's admins see it (a
+    # run the caller cannot see stays a 404 and reveals nothing).
+    run = await services.get_run(store, run_id, principal.namespaces)
+    request.state.audit_namespace = run.namespace
     new_id = await services.replay(
         store, context.clock, run_id, principal.namespaces, correlation_id(request)
     )
