@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from rota.errors import InvalidArgument
+from rota.redact import redact_url
 
 DEFAULT_DATABASE_URL = "sqlite:///rota.db"
 SUPPORTED_URLS = "sqlite:///PATH (the default is sqlite:///rota.db) or postgresql://USER@HOST/DB"
@@ -18,7 +19,8 @@ def check_url(url: object) -> str:
     if not isinstance(url, str) or not url.startswith(
         ("sqlite:///", "postgresql://", "postgres://")
     ):
-        raise InvalidArgument("database URL", url, SUPPORTED_URLS)
+        shown = redact_url(url) if isinstance(url, str) else url
+        raise InvalidArgument("database URL", shown, SUPPORTED_URLS)
     return url
 
 
@@ -85,6 +87,16 @@ class Settings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgument(name, value, "an integer >= 1")
+
+    def __repr__(self) -> str:
+        # The URL may hold the database password; settings end up in logs and errors.
+        shown = ", ".join(
+            f"{f.name}={redact_url(self.database_url)!r}"
+            if f.name == "database_url"
+            else f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+        )
+        return f"Settings({shown})"
 
     @property
     def heartbeat_seconds(self) -> float:

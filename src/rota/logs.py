@@ -19,9 +19,12 @@ import structlog
 LEVELS = ("debug", "info", "warning", "error")
 
 
-def exception_formatter() -> structlog.typing.ExceptionRenderer:
-    """The console's traceback: rich's layout, without the locals panel."""
-    return structlog.dev.RichTracebackFormatter(show_locals=False)
+def exception_formatter(colors: bool) -> structlog.typing.ExceptionRenderer:
+    """The console's traceback: rich's layout, without the locals panel (and without
+    colour codes when the output is not a terminal)."""
+    return structlog.dev.RichTracebackFormatter(
+        color_system="truecolor" if colors else None, show_locals=False
+    )
 
 
 def exception_renderer() -> structlog.typing.Processor:
@@ -36,7 +39,9 @@ def processors(json: bool, colors: bool) -> list[structlog.typing.Processor]:
         [exception_renderer(), structlog.processors.JSONRenderer()]
         if json
         else [
-            structlog.dev.ConsoleRenderer(colors=colors, exception_formatter=exception_formatter())
+            structlog.dev.ConsoleRenderer(
+                colors=colors, exception_formatter=exception_formatter(colors)
+            )
         ]
     )
     return [

@@ -28,6 +28,7 @@ from rota.errors import (
     StoreError,
     StoreUnavailable,
 )
+from rota.redact import redact_url
 from rota.store.queries import load_queries
 from rota.store.rows import job_from_row
 
@@ -125,10 +126,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _redact(url: str) -> str:
-    """Hide a password in a URL before it goes into a message."""
-    import re
-
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """Hide a password in a URL before it goes into a message (the one helper rota
+    uses wherever it prints a database URL)."""
+    return redact_url(url)
 
 
 class PgBase:
