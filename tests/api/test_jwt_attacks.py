@@ -12,7 +12,10 @@ import httpx
 import jwt
 import pytest
 
-from .conftest import SIGNING_KEY
+import rota
+from rota.api.app import create_api
+
+from .conftest import SIGNING_KEY, api_settings, serving
 
 NOW = int(time.time())
 GOOD: dict[str, Any] = {
@@ -74,6 +77,10 @@ ATTACKS = {
     "no sub": lambda: signed(without("sub")),
     "unknown scope": lambda: signed({**GOOD, "scope": "jobs:everything"}),
     "namespaces not a list": lambda: signed({**GOOD, "namespaces": "*"}),
+    "empty sub": lambda: signed({**GOOD, "sub": ""}),
+    "blank sub": lambda: signed({**GOOD, "sub": "   "}),
+    "exp in the year 9999": lambda: signed({**GOOD, "exp": 253402300799}),
+    "lifetime a second over the 24 h cap": lambda: signed({**GOOD, "exp": NOW + 24 * 3600 + 1}),
     "garbage": lambda: "not-a-token",
     "API-key shaped garbage": lambda: "rota_0123456789abcdef_" + "A" * 43,
 }
@@ -105,3 +112,19 @@ async def test_other_schemes_are_401(client: httpx.AsyncClient) -> None:
     for value in (f"Basic {signed(GOOD)}", signed(GOOD), "Bearer", "Bearer "):
         response = await client.get("/api/v1/jobs", headers={"Authorization": value})
         assert response.status_code == 401, value
+
+
+async def test_a_lifetime_of_exactly_the_cap_is_accepted(client: httpx.AsyncClient) -> None:
+    token = signed({**GOOD, "exp": NOW + 24 * 3600})
+    response = await client.get("/api/v1/jobs", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+
+
+async def test_the_lifetime_cap_is_configurable(rota_app: rota.App) -> None:
+    api = create_api(rota_app, api_settings(max_token_lifetime_seconds=600, dev_token_ttl_seconds=600))
+    async with serving(api) as client:
+        for lifetime, status in ((600, 200), (601, 401)):
+            token = signed({**GOOD, "exp": NOW + lifetime})
+            answer = await client.get("/api/v1/jobs", headers={"Authorization": f"Bearer {token}"})
+            assert answer.status_code == status, answer.text
+    assert "at most 600 s" in answer.json()["detail"]

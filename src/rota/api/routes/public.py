@@ -12,7 +12,7 @@ from rota.api.context import Context
 from rota.api.problems import ProblemException, responses
 from rota.api.schemas import DevTokenRequest, HealthOut, TokenOut
 from rota.domain.access import ROLE_SCOPES, parse_namespaces
-from rota.errors import RotaError, StoreUnavailable
+from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 
 health_router = APIRouter(prefix="/health", tags=["health"])
 dev_router = APIRouter(prefix="/dev", tags=["development"])
@@ -46,6 +46,9 @@ async def ready(context: Context) -> HealthOut:
 async def dev_token(context: Context, body: DevTokenRequest) -> TokenOut:
     """A signed token for development, with a role or scopes of your choosing. This
     route does not exist when ROTA_ENV=production."""
+    limit = context.settings.max_token_lifetime_seconds
+    if body.ttl_seconds > limit:
+        raise InvalidArgument("ttl_seconds", body.ttl_seconds, f"at most {limit} seconds")
     scopes = {s.value for s in body.scopes}
     if body.role is not None:
         scopes |= {s.value for s in ROLE_SCOPES[body.role]}
