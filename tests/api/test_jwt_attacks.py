@@ -121,7 +121,9 @@ async def test_a_lifetime_of_exactly_the_cap_is_accepted(client: httpx.AsyncClie
 
 
 async def test_the_lifetime_cap_is_configurable(rota_app: rota.App) -> None:
-    api = create_api(rota_app, api_settings(max_token_lifetime_seconds=600, dev_token_ttl_seconds=600))
+    api = create_api(
+        rota_app, api_settings(max_token_lifetime_seconds=600, dev_token_ttl_seconds=600)
+    )
     async with serving(api) as client:
         for lifetime, status in ((600, 200), (601, 401)):
             token = signed({**GOOD, "exp": NOW + lifetime})
