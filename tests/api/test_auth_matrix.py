@@ -8,11 +8,13 @@ import re
 
 import httpx
 import pytest
+
+import rota
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from rota.api.app import api_routes as all_routes
-from rota.api.app import route_scope
+from rota.api.app import route_guard, route_scope
 from rota.domain.access import ROLE_SCOPES, Role, Scope
 
 from .conftest import Token
@@ -91,6 +93,65 @@ async def test_each_scope_reaches_exactly_its_routes(
         else:
             assert response.status_code == 403, (method, path, response.text)
             assert needed in response.json()["detail"]
+
+
+# Routes whose effect reaches every namespace; they need a caller who reaches every one.
+CLUSTER_WIDE = {
+    ("POST", "/api/v1/workers/{node_id}/drain"),
+    ("POST", "/api/v1/workers/{node_id}/resume"),
+}
+
+
+def cluster_wide(route: APIRoute) -> bool:
+    guard = route_guard(route)
+    return guard is not None and guard.cluster_wide
+
+
+def test_cluster_wide_routes_are_exactly_the_cluster_actions(api: FastAPI) -> None:
+    marked = {(m, p) for m, p, r in api_routes(api) if cluster_wide(r)}
+    assert marked == CLUSTER_WIDE
+    document = api.openapi()
+    for method, path in CLUSTER_WIDE:
+        assert document["paths"][path][method.lower()]["x-cluster-wide"] is True
+
+
+@pytest.mark.parametrize("reach", [("team-a",), ("team-a", "default")], ids=["one", "two"])
+async def test_a_namespaced_principal_reaches_all_but_the_cluster_wide_routes(
+    reach: tuple[str, ...], api: FastAPI, client: httpx.AsyncClient, auth: Token
+) -> None:
+    """Every scope held, but only some namespaces: each route answers as it would for
+    anyone (its own 2xx/4xx), except the cluster-wide ones, which are 403."""
+    headers = auth(scopes=tuple(s.value for s in Scope), namespaces=reach)
+    for method, path, route in api_routes(api):
+        if route_scope(route) is None:
+            continue
+        response = await client.request(method, concrete(path), headers=headers)
+        if (method, path) in CLUSTER_WIDE:
+            assert response.status_code == 403, (method, path, response.text)
+            assert "whole cluster" in response.json()["detail"]
+        else:
+            assert response.status_code not in (401, 403), (method, path, response.text)
+
+
+async def test_a_namespaced_admin_cannot_drain_a_worker(
+    rota_app: rota.App, client: httpx.AsyncClient, admin: dict[str, str], auth: Token
+) -> None:
+    from rota.domain.workers import WorkerInfo, WorkerState
+
+    store = await rota_app.store()
+    await store.register_worker(
+        WorkerInfo("w1", "host-a", 123, "0.1.0", ("default",), (), 8), rota_app.clock.db_now()
+    )
+    team_admin = auth(scopes=("jobs:admin",), namespaces=("team-a",))
+    for action in ("drain", "resume"):
+        refused = await client.post(f"/api/v1/workers/w1/{action}", headers=team_admin)
+        assert refused.status_code == 403, refused.text
+    [worker] = await store.list_workers()
+    assert worker.state == WorkerState.ACTIVE
+    drained = await client.post("/api/v1/workers/w1/drain", headers=admin)
+    assert (drained.status_code, drained.json()["state"]) == (202, "draining")
+    resumed = await client.post("/api/v1/workers/w1/resume", headers=admin)
+    assert (resumed.status_code, resumed.json()["state"]) == (200, "active")
 
 
 def test_roles_map_to_scopes() -> None:

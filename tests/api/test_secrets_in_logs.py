@@ -127,7 +127,7 @@ def test_unhandled_errors_log_tracebacks_but_no_secret(
         "signing key": SIGNING_KEY,
         "database password": DB_PASSWORD,
         "API key": api_key,
-        "API key secret": api_key.rsplit("_", 1)[1],
+        "API key secret": api_key[len("rota_") + 17 :],
         "JWT": token,
         "JWT signature": token.rsplit(".", 1)[1],
         "payload value": MARKER,
