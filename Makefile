@@ -41,6 +41,7 @@ lint: install
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
+	$(BIN)/bandit -q -r src -ll   # fails on any medium or high finding
 
 format: install
 	$(BIN)/ruff check --fix $(LINTED)

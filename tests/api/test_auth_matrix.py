@@ -8,11 +8,10 @@ import re
 
 import httpx
 import pytest
-
-import rota
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
+import rota
 from rota.api.app import api_routes as all_routes
 from rota.api.app import route_guard, route_scope
 from rota.domain.access import ROLE_SCOPES, Role, Scope

@@ -217,3 +217,17 @@ def test_dev_mode_refuses_a_non_loopback_address(tmp_path: Path, host: str) -> N
         assert result.returncode == 2, (how, result.stderr)
         assert "development mode" in result.stderr
         assert "serves loopback only" in result.stderr
+
+
+def test_workers_drain_and_resume(server: str) -> None:
+    token = rota(server, None, "token", "create").stdout.strip()
+    [worker] = json.loads(rota(server, token, "workers", "list", "--json").stdout)
+    node = worker["node_id"]
+    drained = rota(server, token, "workers", "drain", node)
+    assert drained.stdout.strip() == f"{node}: draining", drained.stderr
+    resumed = rota(server, token, "workers", "resume", node)
+    assert resumed.stdout.strip() == f"{node}: active", resumed.stderr
+    team = rota(server, None, "token", "create", "--namespace", "team-a").stdout.strip()
+    refused = rota(server, team, "workers", "drain", node)
+    assert refused.returncode != 0
+    assert "whole cluster" in refused.stderr
