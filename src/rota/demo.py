@@ -138,7 +138,7 @@ def _summary(app: rota.App, run_ids: list[int]) -> None:
         )
     console.print(table)
     console.print(
-        f"Look closer: [bold].venv/bin/rota server --db {DB_URL} --app rota.examples:app[/], "
+        f"Look closer: [bold].venv/bin/rota server --dev --db {DB_URL} --app rota.examples:app[/], "
         f"then in another terminal [bold]export ROTA_TOKEN=$(.venv/bin/rota token create); "
         f".venv/bin/rota runs show {run_ids[0]}[/] (attempts, fences, durations) and "
         f"[bold].venv/bin/rota runs logs {run_ids[0]}[/]"

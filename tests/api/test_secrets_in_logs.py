@@ -150,3 +150,20 @@ def test_unhandled_errors_log_tracebacks_but_no_secret(
         assert output.count("RuntimeError: the note index is corrupt") == len(correlation_ids)
         assert "fragile_app.py" in output
         assert "locals" not in output
+
+
+def test_a_refused_statement_does_not_quote_its_data(pg_url: str) -> None:
+    """PostgreSQL's DETAIL and CONTEXT lines quote the value it refused; the store's
+    error keeps the first line and SQLSTATE, and does not chain the driver's error
+    (whose message a traceback would print)."""
+    import psycopg
+
+    from rota.errors import StoreError
+    from rota.store.postgres.base import _translated
+
+    with pytest.raises(StoreError) as refused, _translated(), psycopg.connect(pg_url) as conn:
+        conn.execute("SELECT %s::jsonb", [f'{{"token": "{MARKER}", "x": nope}}'])
+    assert MARKER not in str(refused.value)
+    assert "invalid input syntax for type json (22P02)" in str(refused.value)
+    assert refused.value.__cause__ is None
+    assert refused.value.__suppress_context__

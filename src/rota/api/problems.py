@@ -159,7 +159,10 @@ async def _rota_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.RotaError)
     status, kind = status_of(exc)
     if status >= 500:
-        log.error("request failed", error=str(exc), kind=type(exc).__name__)
+        # The first line only: a database error's DETAIL/CONTEXT lines quote the data
+        # it refused (a payload), and that must not reach the log (docs/security.md).
+        first_line = str(exc).partition("\n")[0][:300]
+        log.error("request failed", error=first_line, kind=type(exc).__name__)
     detail = str(exc) if status != 500 else "the server failed to handle this request"
     return problem_response(request, status, detail, kind=kind, field_problems=_field_problems(exc))
 

@@ -98,7 +98,13 @@ def _translated() -> Any:
     except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
         raise StoreUnavailable(f"PostgreSQL is unreachable: {exc}".strip()) from exc
     except psycopg.Error as exc:
-        raise StoreError(f"PostgreSQL refused the operation: {exc}".strip()) from exc
+        # The first line and SQLSTATE only, and not chained: PostgreSQL's DETAIL and
+        # CONTEXT lines quote the data it refused (a job's payload), and a chained
+        # driver error would carry them into every traceback (docs/security.md).
+        state = getattr(exc, "sqlstate", None) or "no SQLSTATE"
+        raise StoreError(
+            f"PostgreSQL refused the operation: {_first_line(exc)} ({state})"
+        ) from None
 
 
 def _worker(row: tuple[Any, ...]) -> WorkerInfo:
