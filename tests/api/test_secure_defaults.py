@@ -85,3 +85,11 @@ def test_dev_tokens_cannot_outlive_the_cap() -> None:
 
     with pytest.raises(InvalidArgument, match="max_token_lifetime_seconds"):
         ApiSettings(env="development", max_token_lifetime_seconds=600)
+
+
+def test_an_issued_api_key_does_not_show_its_secret_in_a_repr() -> None:
+    from rota.domain.access import issue_api_key
+
+    issued = issue_api_key()
+    assert issued.plaintext not in repr(issued)
+    assert issued.plaintext[len("rota_") + 17 :] not in repr(issued)

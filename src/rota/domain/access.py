@@ -11,7 +11,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
@@ -115,7 +115,7 @@ _API_KEY = re.compile(r"^rota_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 class IssuedApiKey:
     key_id: str
     secret_hash: str
-    plaintext: str  # shown once, never stored
+    plaintext: str = field(repr=False)  # shown once, never stored, never in a repr
 
 
 def issue_api_key() -> IssuedApiKey:
