@@ -49,7 +49,10 @@ def load_app(target: str) -> App:
 
 
 def _settings(db: str | None) -> Settings:
-    return Settings.from_env(database_url=db)
+    try:
+        return Settings.from_env(database_url=db)
+    except RotaError as exc:
+        _fail(str(exc))  # one line (a bad URL is shown with its password hidden)
 
 
 def _run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:

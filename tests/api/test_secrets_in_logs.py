@@ -167,3 +167,36 @@ def test_a_refused_statement_does_not_quote_its_data(pg_url: str) -> None:
     assert "invalid input syntax for type json (22P02)" in str(refused.value)
     assert refused.value.__cause__ is None
     assert refused.value.__suppress_context__
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"mysql://u:{DB_PASSWORD}@h/db",
+        f"postgresql://u:{DB_PASSWORD}@127.0.0.1:1/db",
+        f"postgresql://u@127.0.0.1:1/db?password={DB_PASSWORD}",
+    ],
+    ids=["unsupported", "unreachable", "password in the query"],
+)
+def test_cli_errors_hide_the_database_password(url: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "rota", "db", "status", "--db", url],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode in (2, 3)
+    assert result.stderr.startswith("rota: error: "), result.stderr
+    assert "**********" in result.stderr
+    assert DB_PASSWORD not in result.stdout + result.stderr
+
+
+def test_redact_url_keeps_what_is_not_secret() -> None:
+    from rota.redact import redact_url
+
+    assert redact_url("sqlite:///rota.db") == "sqlite:///rota.db"
+    assert redact_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert redact_url("postgresql://u:p%40ss@h:5433/db") == "postgresql://u:**********@h:5433/db"
+    assert redact_url("postgresql://u:p@[::1]/db") == "postgresql://u:**********@[::1]/db"
+    assert redact_url("postgresql://u:p@h:notaport/db") == "**********"
