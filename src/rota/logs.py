@@ -11,8 +11,10 @@ traceback with locals wrote all of them to the log (docs/security.md).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
+from types import ModuleType
 
 import structlog
 
@@ -23,8 +25,22 @@ def exception_formatter(colors: bool) -> structlog.typing.ExceptionRenderer:
     """The console's traceback: rich's layout, without the locals panel (and without
     colour codes when the output is not a terminal)."""
     return structlog.dev.RichTracebackFormatter(
-        color_system="truecolor" if colors else None, show_locals=False
+        color_system="truecolor" if colors else None,
+        show_locals=False,
+        # Frames of the web stack are named but not printed with their source: they
+        # are most of a request's traceback and rarely where the bug is.
+        suppress=_framework_modules(),
     )
+
+
+def _framework_modules() -> list[ModuleType]:
+    found = []
+    for name in ("anyio", "starlette", "fastapi", "uvicorn"):
+        try:
+            found.append(importlib.import_module(name))
+        except ImportError:
+            continue  # a worker-only install has no web stack
+    return found
 
 
 def exception_renderer() -> structlog.typing.Processor:
