@@ -77,7 +77,7 @@ class EdgeMiddleware:
             except Exception:
                 # A bug, not a refusal: log it with its correlation id and answer a
                 # problem without details (never a traceback).
-                log.exception("unhandled error", path=scope["path"])
+                log.exception("unhandled error", method=scope["method"], path=scope["path"])
                 if not started:
                     await self._refuse(scope, receive, tracked, 500, INTERNAL)
 
