@@ -56,6 +56,7 @@ from rota.store.postgres.jobs import PgJobs
 from rota.store.postgres.registry import PgRegistry
 from rota.store.queries import latest_version, load_migrations
 from rota.store.reading import RunReads
+from rota.supervise import Restarts, cancel_and_wait, supervise, watched
 
 log = structlog.get_logger("rota.store.postgres")
 
@@ -129,6 +130,7 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
         self._wakeup = asyncio.Event()
         self._limits_cache: tuple[float, Limits] | None = None
         self._listener: asyncio.Task[None] | None = None
+        self.restarts = Restarts()  # failures of the store's own background task
 
     # -- lifecycle ----------------------------------------------------------
     async def open(self) -> None:
@@ -150,11 +152,8 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
             ) from exc
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
-            self._listener = None
+        await cancel_and_wait(self._listener, 5.0)
+        self._listener = None
         await self._pool.close()
 
     # -- schema -------------------------------------------------------------
@@ -312,7 +311,9 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
 
     async def wait_for_work(self, timeout: float) -> None:
         if self._listener is None:
-            self._listener = asyncio.create_task(self._listen(), name="rota-listen")
+            self._listener = watched(
+                supervise("listen", self._listen, self.restarts), "rota-listen"
+            )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout)
         self._wakeup.clear()
