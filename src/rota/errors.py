@@ -109,6 +109,21 @@ class StoreUnavailable(StoreError):
     transient failure: the same operation may succeed once the database is back."""
 
 
+class HandlerTransactionsExhausted(StoreUnavailable):
+    """Every connection for handler transactions (``ctx.transaction()``) was in use for
+    longer than the wait allows. Transient, like an unreachable store: the run is tried
+    again without spending an attempt."""
+
+    def __init__(self, size: int, waited_seconds: float) -> None:
+        self.size = size
+        self.waited_seconds = waited_seconds
+        super().__init__(
+            f"no connection for ctx.transaction() within {waited_seconds:g} s: all "
+            f"{size} are held by other handlers (setting handler_pool_size, "
+            f"ROTA_HANDLER_POOL_SIZE; or hold transactions for less time)"
+        )
+
+
 class JobExists(RotaError):
     """Creating a job whose (namespace, name) is taken; update it instead."""
 
