@@ -231,7 +231,7 @@ class Worker:
         finally:
             if not waiter.done():
                 await cancel_and_wait(waiter, CANCEL_WAIT_SECONDS)
-        if not waiter.cancelled():
+        if waiter.done() and not waiter.cancelled():
             waiter.result()
 
     async def _wait_slot(self) -> None:
