@@ -21,8 +21,12 @@ from tests.helpers import eventually
 
 # Real-time pacing of the loops (the database clock is the FakeClock): short, so the
 # tests are quick; nothing below depends on how short.
-FAST = {"reap_interval_seconds": 0.02, "planner_interval_seconds": 0.02}
 LEADER_LEASE = 0.3
+FAST = {
+    "reap_interval_seconds": 0.02,
+    "planner_interval_seconds": 0.02,
+    "leader_lease_seconds": LEADER_LEASE,
+}
 
 
 @pytest.fixture
