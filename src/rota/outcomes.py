@@ -20,9 +20,11 @@ import structlog
 from rota.domain.runs import LogLine, Outcome
 from rota.errors import StoreError, StoreUnavailable
 from rota.store.port import Store
+from rota.supervise import Restarts, cancel_and_wait, supervise, watched
 
 log = structlog.get_logger("rota.outcomes")
 MAX_BATCH = 500
+CANCEL_WAIT_SECONDS = 5.0
 
 
 @dataclass
@@ -33,16 +35,22 @@ class _Pending:
 
 
 class OutcomeWriter:
-    def __init__(self, store: Store, db_now: Callable[[], datetime | None]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        db_now: Callable[[], datetime | None],
+        restarts: Restarts | None = None,
+    ) -> None:
         self._store = store
         self._db_now = db_now
+        self._restarts = restarts or Restarts()
         self._queue: list[_Pending] = []
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="rota-outcomes")
+        self._task = watched(supervise("outcomes", self._run, self._restarts), "rota-outcomes")
 
     async def record(self, outcome: Outcome, lines: list[LogLine]) -> bool:
         """Queue an outcome; True once written, False if its fence was stale."""
@@ -50,6 +58,23 @@ class OutcomeWriter:
         self._queue.append(pending)
         self._ready.set()
         return await pending.written
+
+    async def settle(self, outcome: Outcome, fallback: Outcome) -> bool:
+        """A commit of ``outcome`` broke mid-way (it may have landed or not). Once the
+        database answers: True if it landed; if not, record ``fallback`` (same fence)
+        instead. Either way the run is settled now, not when its lease runs out."""
+        delay = 0.05
+        while True:
+            try:
+                landed = await self._store.recorded_outcomes([outcome])
+            except StoreUnavailable as exc:
+                log.warning("checking an interrupted commit failed; retrying", error=str(exc))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            if outcome.run_id in landed:
+                return True
+            return await self.record(fallback, [])
 
     async def store_logs(self, lines: list[LogLine]) -> None:
         """Lines of a run whose outcome is not ours to write (e.g. released)."""
@@ -63,19 +88,18 @@ class OutcomeWriter:
         (at-least-once), never recorded twice."""
         self._closing = True
         self._ready.set()
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="rota-outcomes")
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), timeout)
-        except TimeoutError:
+        task = self._task
+        if task is None:
+            task = self._task = watched(self._run(), "rota-outcomes")
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
             log.warning("outcomes not written before shutdown", count=len(self._queue))
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(task, CANCEL_WAIT_SECONDS)
 
     async def _run(self) -> None:
         while True:
-            await self._ready.wait()
+            if not self._queue and not self._closing:  # a restarted loop may find some
+                await self._ready.wait()
             self._ready.clear()
             while self._queue:
                 await self._flush()
@@ -85,7 +109,21 @@ class OutcomeWriter:
     async def _flush(self) -> None:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
         outcomes = [p.outcome for p in batch]
-        written = await self._write(outcomes)
+        try:
+            written = await self._write(outcomes)
+        except BaseException as exc:
+            # Refused (not unreachable), or cancelled at shutdown: the runs waiting on
+            # this batch learn it, rather than waiting for ever; their leases expire
+            # and the runs are reaped and retried.
+            for p in batch:
+                if p.written.done():
+                    continue
+                if isinstance(exc, asyncio.CancelledError):
+                    p.written.cancel()
+                else:
+                    p.written.set_exception(exc)
+                    p.written.exception()  # retrieved here; the waiter sees it too
+            raise
         lines = [line for p in batch for line in p.lines]
         if lines:
             try:
