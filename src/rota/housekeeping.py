@@ -21,9 +21,10 @@ from rota.clock import Clock
 from rota.config import Settings
 from rota.domain.runs import ReapedRun
 from rota.errors import RotaError
+from rota.leader import LeaderElector
 from rota.planner import Planner, TickReport
 from rota.store.port import Store
-from rota.supervise import GaveUp, Restarts, Sleep, cancel_all_and_wait, every
+from rota.supervise import GaveUp, Restarts, Sleep, cancel_all_and_wait, every, supervise
 
 log = structlog.get_logger("rota.housekeeping")
 REAP_BATCH = 1000
@@ -164,3 +165,15 @@ class Housekeeper:
             ("pruner", PRUNE_EVERY_SECONDS, self._prune_cycle),
             ("vacuum", self.settings.vacuum_interval_seconds, self._vacuum),
         ]
+
+
+async def stand_for_leader(
+    store: Store, settings: Settings, clock: Clock, node_id: str, restarts: Restarts
+) -> None:
+    """Stand for leader for as long as the node lives and run the duties while leading:
+    the one assembly of elector and housekeeper that every kind of node uses (a worker,
+    ``rota server --no-worker``). The election itself is supervised, so an error in it
+    restarts it instead of leaving the node out of the race."""
+    keeper = Housekeeper(store, settings, clock, restarts)
+    elector = LeaderElector(store, node_id, settings.leader_lease_seconds, clock)
+    await supervise("election", lambda: elector.run(keeper.run), restarts)

@@ -29,8 +29,7 @@ from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.execution import execute, failure_outcome, infrastructure_outcome
 from rota.handlers import Registry
-from rota.housekeeping import Housekeeper
-from rota.leader import LeaderElector
+from rota.housekeeping import stand_for_leader
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
 from rota.supervise import Restarts, cancel_and_wait, every, supervise, watched
@@ -109,7 +108,6 @@ class Worker:
         self.restarts = Restarts()
         self._writer = OutcomeWriter(store, clock.db_now, self.restarts)
         self._log = log.bind(node_id=options.node_id)
-        self.elector: LeaderElector | None = None
         # Claiming is allowed while set; cleared while the registry says "draining".
         self._may_claim = asyncio.Event()
         self._may_claim.set()
@@ -149,7 +147,14 @@ class Worker:
             ),
         ]
         if self.options.leader:
-            background.append(watched(self._stand_for_leader(), name="rota-leader"))
+            background.append(
+                watched(
+                    stand_for_leader(
+                        self.store, self.settings, self.clock, self.options.node_id, self.restarts
+                    ),
+                    name="rota-leader",
+                )
+            )
         stopping = watched(stop.wait(), name="rota-stop")
         try:
             await supervise("claims", lambda: self._claim_loop(stopping), self.restarts)
@@ -162,13 +167,6 @@ class Worker:
             with contextlib.suppress(StoreError):
                 await self.store.deregister_worker(self.options.node_id)
             self._log.info("worker stopped", claimed=self.claimed_total)
-
-    async def _stand_for_leader(self) -> None:
-        keeper = Housekeeper(self.store, self.settings, self.clock, self.restarts)
-        self.elector = elector = LeaderElector(
-            self.store, self.options.node_id, self.settings.leader_lease_seconds, self.clock
-        )
-        await supervise("election", lambda: elector.run(keeper.run), self.restarts)
 
     async def _claim_loop(self, stopping: asyncio.Task[Any]) -> None:
         backoff = 0.05

@@ -26,9 +26,9 @@ from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.routes import access, cluster, jobs, public, runs
 from rota.api.settings import ApiSettings
 from rota.app import App
-from rota.housekeeping import Housekeeper
-from rota.leader import LeaderElector
-from rota.worker import WorkerOptions, default_node_id
+from rota.housekeeping import stand_for_leader
+from rota.supervise import Restarts, cancel_and_wait, watched
+from rota.worker import CANCEL_WAIT_SECONDS, WorkerOptions, default_node_id
 
 log = structlog.get_logger("rota.api")
 
@@ -194,9 +194,11 @@ async def _lead(context: ApiContext, stop: asyncio.Event, node_id: str) -> None:
     """Stand for leader without working runs (``rota server --no-worker``)."""
     app = context.rota_app
     store = await app.store()
-    keeper = Housekeeper(store, app.settings, app.clock)
-    elector = LeaderElector(store, node_id, app.settings.leader_lease_seconds, app.clock)
-    duties = asyncio.create_task(elector.run(keeper.run), name="rota-leader")
-    await stop.wait()
-    duties.cancel()
-    await asyncio.gather(duties, return_exceptions=True)
+    leading = watched(
+        stand_for_leader(store, app.settings, app.clock, node_id, Restarts()),
+        name="rota-leader",
+    )
+    try:
+        await stop.wait()
+    finally:
+        await cancel_and_wait(leading, CANCEL_WAIT_SECONDS)
