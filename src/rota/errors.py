@@ -24,6 +24,18 @@ class InvalidArgument(RotaError, ValueError):
         super().__init__(f"invalid {name}: {value!r}; expected {allowed}")
 
 
+class UnstorableValue(InvalidArgument):
+    """A value no store can hold (a NUL character, an unpaired surrogate, NaN, ...) or
+    past a size limit. ``name`` is the field, a dotted path into a payload; the value
+    itself is never repeated, since it may be a secret or part of a payload."""
+
+    def __init__(self, name: str, allowed: str) -> None:
+        self.name = name
+        self.value = None
+        self.allowed = allowed
+        Exception.__init__(self, f"invalid {name}: expected {allowed}")
+
+
 class UnknownHandler(InvalidArgument):
     def __init__(self, handler: str, known: list[str]) -> None:
         listing = ", ".join(sorted(known)) or "none registered"

@@ -11,13 +11,23 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+)
 
 from rota.domain.access import ApiKey, AuditEntry, Role, Scope
 from rota.domain.jobs import Job, TriggerKind
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.runs import NAME_PATTERN, Attempt, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
+from rota.domain.values import INSTANT_RULE, MAX_INSTANT, MIN_INSTANT
+from rota.domain.values import MAX_ID as MAX_ID
 from rota.domain.workers import WorkerInfo, WorkerState
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN.pattern, examples=["nightly-report"])]
@@ -35,9 +45,14 @@ def _iso_instant(value: Any) -> Any:
     return value
 
 
-Instant = Annotated[AwareDatetime, BeforeValidator(_iso_instant)]
-# Ids stay within what JSON numbers carry exactly (and what the databases store).
-MAX_ID = 2**53 - 1
+def _in_range(value: datetime) -> datetime:
+    """The library's instant range (see rota.domain.values), as a field error."""
+    if not MIN_INSTANT <= value < MAX_INSTANT:
+        raise ValueError(f"expected {INSTANT_RULE}")
+    return value
+
+
+Instant = Annotated[AwareDatetime, BeforeValidator(_iso_instant), AfterValidator(_in_range)]
 
 
 class Request(BaseModel):

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TypeVar
 
-from rota.clock import require_aware
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.runs import (
+    MAX_SECONDS,
     NewRun,
     check_name,
     check_positive_int,
@@ -23,6 +23,7 @@ from rota.domain.runs import (
     check_timeout,
 )
 from rota.domain.triggers import CronTrigger, IntervalTrigger, OnceTrigger, Trigger, describe
+from rota.domain.values import check_instant, check_json_text, check_text
 from rota.errors import InvalidArgument
 
 
@@ -44,9 +45,20 @@ def _choice(name: str, enum: type[E], value: object) -> E:
         raise InvalidArgument(name, value, f"one of {allowed}") from None
 
 
-def _seconds(name: str, value: object, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
-        raise InvalidArgument(name, value, f"a number of seconds >= {minimum:g}")
+MAX_RUN_ALL_CAP = 10_000
+MAX_JITTER = 24 * 3600
+MAX_CRON_LENGTH = 200
+MAX_TIMEZONE_LENGTH = 64
+
+
+def _seconds(name: str, value: object, minimum: float = 0.0, maximum: float = MAX_SECONDS) -> float:
+    # ``not minimum <= value <= maximum`` also refuses NaN (and Infinity, by the maximum).
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not minimum <= value <= maximum
+    ):
+        raise InvalidArgument(name, value, f"a number of seconds {minimum:g}-{maximum:g}")
     return float(value)
 
 
@@ -80,12 +92,16 @@ class JobSpec:
         check_name("handler", self.handler)
         check_name("queue", self.queue)
         check_name("namespace", self.namespace)
+        check_json_text("payload", self.payload_json)
         check_priority(self.priority)
         check_positive_int("max_attempts", self.max_attempts)
         check_timeout(self.timeout)
-        check_positive_int("run_all_cap", self.run_all_cap)
+        check_positive_int("run_all_cap", self.run_all_cap, MAX_RUN_ALL_CAP)
         _seconds("catch_up_window", self.catch_up_window_seconds)
-        _seconds("jitter", self.jitter_seconds)
+        _seconds("jitter", self.jitter_seconds, maximum=MAX_JITTER)
+        check_text("time zone", self.timezone, MAX_TIMEZONE_LENGTH)
+        if self.cron is not None:
+            check_text("cron expression", self.cron, MAX_CRON_LENGTH)
         object.__setattr__(self, "misfire", _choice("misfire", MisfirePolicy, self.misfire))
         object.__setattr__(self, "overlap", _choice("overlap", OverlapPolicy, self.overlap))
         object.__setattr__(self, "kind", _choice("trigger kind", TriggerKind, self.kind))
@@ -108,9 +124,9 @@ class JobSpec:
         if self.kind is TriggerKind.INTERVAL:
             _seconds("interval", self.interval_seconds, minimum=0.001)
         if self.at is not None:
-            require_aware(self.at, "at")
+            check_instant("at", self.at)
         if self.anchor is not None:
-            require_aware(self.anchor, "anchor")
+            check_instant("anchor", self.anchor)
 
     def trigger(self, created_at: datetime) -> Trigger | None:
         if self.kind is TriggerKind.CRON:
