@@ -10,8 +10,8 @@ from rota import payloads
 from rota.clock import Clock
 from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fields
 from rota.domain.runs import check_idempotency_key, check_positive_int, encode_json
-from rota.domain.values import check_instant
 from rota.domain.triggers import CronTrigger, fire_times
+from rota.domain.values import check_instant
 from rota.errors import InvalidArgument, JobExists, JobNotFound
 from rota.handlers import Registry
 from rota.store.port import Store
@@ -83,6 +83,7 @@ def job_spec(
 async def save_job(store: Store, clock: Clock, spec: JobSpec) -> Job:
     """Create or replace a job. Planning restarts from now when its trigger changed;
     otherwise it carries on from where it was."""
+    spec.check_storable()
     now = await store.now(clock.db_now())
     existing = await store.get_job(spec.namespace, spec.name)
     if spec.kind is TriggerKind.INTERVAL and spec.anchor is None:

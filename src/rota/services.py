@@ -29,9 +29,9 @@ from rota.domain.runs import (
     encode_json,
     replay_request,
 )
-from rota.domain.values import check_id, check_instant, check_text
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
+from rota.domain.values import check_id, check_instant, check_text
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry

@@ -57,6 +57,15 @@ def text_problem(value: str) -> str | None:
     return None
 
 
+def storable_text(value: str) -> str:
+    """``value`` with what no store can hold replaced (for text rota writes itself from
+    errors it did not choose: U+FFFD for NUL, escapes for unpaired surrogates)."""
+    if text_problem(value) is None:
+        return value
+    cleaned = value.replace("\x00", "\ufffd")
+    return cleaned.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def check_text(name: str, value: str, max_length: int | None = None) -> str:
     """``value`` if every store can hold it (and it is at most ``max_length`` long)."""
     if not isinstance(value, str):

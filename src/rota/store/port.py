@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
-from rota.domain.jobs import Job, JobAdvance, JobSpec
+from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.runs import (
     Attempt,
@@ -148,7 +148,15 @@ class Store(Protocol):
     ) -> Job | None:
         """Pause, or resume planning from ``cursor`` (slots in the pause are skipped)."""
 
-    async def due_jobs(self, until: datetime, limit: int) -> list[Job]: ...
+    async def due_jobs(self, until: datetime, limit: int) -> list[Job | UnreadableJob]:
+        """Jobs with a slot due by ``until``, oldest first, leaving out those set aside
+        until later; a row whose definition cannot be read comes as an UnreadableJob."""
+
+    async def set_job_aside(
+        self, job_id: int, error: str, retry_at: datetime, now: datetime | None
+    ) -> None:
+        """Record that planning the job failed (``error``), and skip it until ``retry_at``;
+        the next successful planning, an update or a resume clears it."""
 
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:
         """(active: claimed or running, waiting: pending or retrying) runs of the job."""

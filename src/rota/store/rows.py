@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rota.domain.jobs import Job, spec_from_json
+from rota.domain.jobs import Job, UnreadableJob, planning_error_text, spec_from_json
 from rota.domain.runs import Attempt, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
 
@@ -82,4 +82,23 @@ def job_from_row(row: Mapping[str, Any], spec: Any) -> Job:
         next_fire_at=row["next_fire_at"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        planning_error=row.get("planning_error"),
+        planning_failed_at=row.get("planning_failed_at"),
+        planning_failures=row.get("planning_failures") or 0,
+        planning_retry_at=row.get("planning_retry_at"),
     )
+
+
+def due_job_from_row(row: Mapping[str, Any], spec: Any) -> Job | UnreadableJob:
+    """The job, or, if its stored definition cannot be read, a value saying so: one
+    unreadable row must not fail the read of every due job."""
+    try:
+        return job_from_row(row, spec)
+    except Exception as exc:  # noqa: BLE001 - whatever the parse raised, it is this row's
+        return UnreadableJob(
+            id=row["id"],
+            namespace=row["namespace"],
+            name=row["name"],
+            planning_failures=row.get("planning_failures") or 0,
+            error=planning_error_text(exc),
+        )
