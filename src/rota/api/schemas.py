@@ -132,6 +132,13 @@ class JobOut(BaseModel):
     next_fire_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    planning_error: str | None = Field(
+        description="Why the planner could not plan this job the last time it tried; "
+        "null when planning works. The job is retried at planning_retry_at, or at once "
+        "when it is updated or resumed; other jobs are unaffected."
+    )
+    planning_failed_at: datetime | None
+    planning_retry_at: datetime | None
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -161,6 +168,9 @@ class JobOut(BaseModel):
             next_fire_at=job.next_fire_at,
             created_at=job.created_at,
             updated_at=job.updated_at,
+            planning_error=job.planning_error,
+            planning_failed_at=job.planning_failed_at,
+            planning_retry_at=job.planning_retry_at,
         )
 
 
