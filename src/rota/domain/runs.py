@@ -15,6 +15,8 @@ from rota.domain.values import (
     check_json_text,
     check_text,
     encode_json,
+    storable_json_text,
+    storable_text,
 )
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound
 
@@ -175,6 +177,12 @@ class Outcome:
     # When state is Retrying: seconds from the database's now, so no worker clock decides.
     retry_delay: float | None = None
 
+    def __post_init__(self) -> None:
+        # The error is a handler's exception text: whatever it holds must not make the
+        # write fail (on PostgreSQL a NUL would fail the whole batch of completions).
+        if self.error is not None:
+            object.__setattr__(self, "error", storable_text(self.error))
+
 
 @dataclass(frozen=True)
 class RenewResult:
@@ -243,6 +251,11 @@ class LogLine:
     level: str
     message: str
     fields_json: str = "{}"
+
+    def __post_init__(self) -> None:
+        # What a handler logs is written as given, except what no store can hold.
+        object.__setattr__(self, "message", storable_text(self.message))
+        object.__setattr__(self, "fields_json", storable_json_text(self.fields_json))
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,34 @@ def storable_text(value: str) -> str:
     return cleaned.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def storable_json_text(text: str) -> str:
+    """JSON text rota writes on a handler's behalf (the fields of a log line), made
+    storable: NUL and unpaired surrogates replaced, NaN and Infinity written as
+    strings, nesting cut at MAX_JSON_DEPTH. A handler cannot refuse, so nothing it
+    logs may fail the write that carries every other line and outcome of its worker."""
+    if not (_suspect(text) or "NaN" in text or "Infinity" in text or text_problem(text)):
+        return text
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return json.dumps({"unreadable": storable_text(text[:1000])})
+    return json.dumps(_storable(value, 0), separators=(",", ":"))
+
+
+def _storable(value: Any, depth: int) -> Any:
+    if depth > MAX_JSON_DEPTH:
+        return "(nested too deep)"
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)
+    if isinstance(value, dict):
+        return {storable_text(str(k)): _storable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v, depth + 1) for v in value]
+    return value
+
+
 def check_text(name: str, value: str, max_length: int | None = None) -> str:
     """``value`` if every store can hold it (and it is at most ``max_length`` long)."""
     if not isinstance(value, str):
