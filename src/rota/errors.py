@@ -118,6 +118,21 @@ class StoreError(RotaError):
     """The database refused an operation for a reason other than being unreachable."""
 
 
+class JobUnreadable(RotaError):
+    """A stored job whose definition this rota cannot read (written by another version
+    or edited by hand). It can be deleted or replaced; the planner sets it aside."""
+
+    def __init__(self, job_id: int, namespace: str, name: str, reason: str) -> None:
+        self.job_id = job_id
+        self.namespace = namespace
+        self.name = name
+        self.reason = reason
+        super().__init__(
+            f"job {name!r} in namespace {namespace!r} has a stored definition this rota "
+            f"cannot read ({reason}); replace it or delete it"
+        )
+
+
 class JobExists(RotaError):
     """Creating a job whose (namespace, name) is taken; update it instead."""
 

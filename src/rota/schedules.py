@@ -12,7 +12,7 @@ from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fiel
 from rota.domain.runs import check_idempotency_key, check_positive_int, encode_json
 from rota.domain.triggers import CronTrigger, fire_times
 from rota.domain.values import check_instant
-from rota.errors import InvalidArgument, JobExists, JobNotFound
+from rota.errors import InvalidArgument, JobExists, JobNotFound, JobUnreadable
 from rota.handlers import Registry
 from rota.store.port import Store
 
@@ -85,7 +85,10 @@ async def save_job(store: Store, clock: Clock, spec: JobSpec) -> Job:
     otherwise it carries on from where it was."""
     spec.check_storable()
     now = await store.now(clock.db_now())
-    existing = await store.get_job(spec.namespace, spec.name)
+    try:
+        existing = await store.get_job(spec.namespace, spec.name)
+    except JobUnreadable:
+        existing = None  # replacing a job this rota cannot read: plan it from now
     if spec.kind is TriggerKind.INTERVAL and spec.anchor is None:
         anchor = existing.spec.anchor if existing and existing.spec.anchor else now
         spec = dataclasses.replace(spec, anchor=anchor)

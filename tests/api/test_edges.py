@@ -13,7 +13,7 @@ import pytest
 
 import rota
 from rota.planner import Planner
-from tests.schedules.test_poison import _refusing_runs_of
+from tests.schedules.test_poison import _execute, _refusing_runs_of
 
 SECRET = "s3cr3t-payload-value"
 EDGE_INSTANTS = [
@@ -175,3 +175,24 @@ async def test_a_set_aside_job_shows_its_planning_error(
     # Updating the job clears it: the planner tries again at once.
     patched = await client.patch("/api/v1/jobs/poisoned", json={"priority": 3}, headers=admin)
     assert patched.json()["planning_error"] is None
+
+
+async def test_a_job_that_cannot_be_read_does_not_break_the_listing(
+    client: httpx.AsyncClient, admin: dict[str, str], rota_app: rota.App, db_url: str
+) -> None:
+    """A row an older rota or a hand edit left unreadable: the others are still listed,
+    it answers a clear 409, and it can be deleted or replaced."""
+    for name in ("good", "broken"):
+        job = {"name": name, "handler": "anything", "interval_seconds": 60}
+        assert (await client.post("/api/v1/jobs", json=job, headers=admin)).status_code == 201
+    _execute(db_url, "UPDATE rota_jobs SET spec = '{\"name\": \"broken\"}' WHERE name = 'broken'")
+
+    listed = await client.get("/api/v1/jobs", headers=admin)
+    assert [j["name"] for j in listed.json()["items"]] == ["good"]
+    shown = await client.get("/api/v1/jobs/broken", headers=admin)
+    assert _problem(shown, 409)["type"] == "urn:rota:problem:unreadable-job"
+    rota_app.schedule("broken", handler="anything", interval=30)  # replaced
+    assert (await client.get("/api/v1/jobs/broken", headers=admin)).status_code == 200
+    _execute(db_url, "UPDATE rota_jobs SET spec = '{\"name\": \"broken\"}' WHERE name = 'broken'")
+    deleted = await client.delete("/api/v1/jobs/broken", headers=admin)
+    assert deleted.status_code == 204

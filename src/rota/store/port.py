@@ -133,7 +133,9 @@ class Store(Protocol):
 
     async def get_job_by_id(self, job_id: int) -> Job | None: ...
 
-    async def list_jobs(self, namespace: str | None = None) -> list[Job]: ...
+    async def list_jobs(self, namespace: str | None = None) -> list[Job]:
+        """Jobs by namespace and name; one whose definition cannot be read is logged
+        and left out (get_job raises JobUnreadable for it)."""
 
     async def delete_job(self, namespace: str, name: str) -> bool: ...
 

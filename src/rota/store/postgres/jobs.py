@@ -7,8 +7,8 @@ from datetime import datetime
 
 from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
 from rota.store.port import LeaderInfo
-from rota.store.postgres.base import PgBase, Q, _job
-from rota.store.rows import due_job_from_row
+from rota.store.postgres.base import PgBase, Q, _job, log
+from rota.store.rows import due_job_from_row, readable_jobs
 
 
 class PgJobs(PgBase):
@@ -44,7 +44,7 @@ class PgJobs(PgBase):
         return _job(rows[0]) if rows else None
 
     async def list_jobs(self, namespace: str | None = None) -> list[Job]:
-        return [_job(row) for row in await self._rows("list_jobs", {"namespace": namespace})]
+        return readable_jobs(await self._rows("list_jobs", {"namespace": namespace}), log)
 
     async def delete_job(self, namespace: str, name: str) -> bool:
         return bool(await self._tuples("delete_job", {"namespace": namespace, "name": name}))

@@ -7,10 +7,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import structlog
+
 from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
 from rota.store.port import LeaderInfo
-from rota.store.rows import due_job_from_row, job_from_row
+from rota.store.rows import due_job_from_row, job_from_row, readable_jobs
 from rota.store.sqlite.base import Q, SqliteBase, _decoded, _ts
+
+log = structlog.get_logger("rota.store.sqlite")
 
 
 class SqliteJobs(SqliteBase):
@@ -54,7 +58,7 @@ class SqliteJobs(SqliteBase):
         return jobs[0] if jobs else None
 
     async def list_jobs(self, namespace: str | None = None) -> list[Job]:
-        return await self._jobs("list_jobs", {"namespace": namespace})
+        return readable_jobs(await self._rows("list_jobs", {"namespace": namespace}), log)
 
     async def delete_job(self, namespace: str, name: str) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
