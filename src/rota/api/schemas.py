@@ -26,7 +26,7 @@ from rota.domain.jobs import Job, TriggerKind
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.runs import NAME_PATTERN, Attempt, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
-from rota.domain.values import INSTANT_RULE, MAX_INSTANT, MIN_INSTANT
+from rota.domain.values import INSTANT_RULE, in_instant_range
 from rota.domain.values import MAX_ID as MAX_ID
 from rota.domain.workers import WorkerInfo, WorkerState
 
@@ -47,7 +47,7 @@ def _iso_instant(value: Any) -> Any:
 
 def _in_range(value: datetime) -> datetime:
     """The library's instant range (see rota.domain.values), as a field error."""
-    if not MIN_INSTANT <= value < MAX_INSTANT:
+    if not in_instant_range(value):
         raise ValueError(f"expected {INSTANT_RULE}")
     return value
 

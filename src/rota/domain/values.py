@@ -115,10 +115,15 @@ def check_instant(name: str, value: object) -> datetime:
     """An aware instant inside [MIN_INSTANT, MAX_INSTANT), returned in UTC."""
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise InvalidArgument(name, value, f"{INSTANT_RULE}; naive datetimes are ambiguous")
-    # Aware comparisons never overflow, unlike astimezone() at the calendar's edges.
-    if not MIN_INSTANT <= value < MAX_INSTANT:
+    if not in_instant_range(value):
         raise InvalidArgument(name, value, INSTANT_RULE)
     return value.astimezone(UTC)
+
+
+def in_instant_range(value: datetime) -> bool:
+    """Whether an aware instant lies in [MIN_INSTANT, MAX_INSTANT). Aware comparisons
+    never overflow, unlike astimezone() at the calendar's edges."""
+    return MIN_INSTANT <= value < MAX_INSTANT
 
 
 def encode_json(name: str, value: Any) -> str:
