@@ -196,3 +196,19 @@ async def test_a_job_that_cannot_be_read_does_not_break_the_listing(
     _execute(db_url, "UPDATE rota_jobs SET spec = '{\"name\": \"broken\"}' WHERE name = 'broken'")
     deleted = await client.delete("/api/v1/jobs/broken", headers=admin)
     assert deleted.status_code == 204
+
+
+def test_the_cli_job_list_says_when_planning_failed() -> None:
+    from rota.cli_api import _planning
+
+    assert _planning({"planning_error": None}) == "ok"
+    shown = _planning(
+        {
+            "planning_error": "StoreError: poisoned row",
+            "planning_failed_at": "2026-06-01T12:01:00Z",
+            "planning_retry_at": "2026-06-01T12:02:00Z",
+        }
+    )
+    assert (
+        shown == "FAILED 2026-06-01T12:01:00Z, retry 2026-06-01T12:02:00Z: StoreError: poisoned row"
+    )
