@@ -82,7 +82,7 @@ def jobs() -> None:
 
 def _job_rows(items: list[dict[str, Any]]) -> None:
     _table(
-        ["namespace", "name", "handler", "schedule", "paused", "next fire (UTC)"],
+        ["namespace", "name", "handler", "schedule", "paused", "next fire (UTC)", "planning"],
         [
             [
                 j["namespace"],
@@ -91,10 +91,19 @@ def _job_rows(items: list[dict[str, Any]]) -> None:
                 j["schedule"],
                 "yes" if j["paused"] else "",
                 j["next_fire_at"] or "-",
+                _planning(j),
             ]
             for j in items
         ],
     )
+
+
+def _planning(job: dict[str, Any]) -> str:
+    """'ok', or the planner's last error on this job and when it tries again."""
+    error = job.get("planning_error")
+    if not error:
+        return "ok"
+    return f"FAILED {job.get('planning_failed_at')}, retry {job.get('planning_retry_at')}: {error}"
 
 
 @jobs.command("list")

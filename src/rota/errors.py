@@ -24,6 +24,18 @@ class InvalidArgument(RotaError, ValueError):
         super().__init__(f"invalid {name}: {value!r}; expected {allowed}")
 
 
+class UnstorableValue(InvalidArgument):
+    """A value no store can hold (a NUL character, an unpaired surrogate, NaN, ...) or
+    past a size limit. ``name`` is the field, a dotted path into a payload; the value
+    itself is never repeated, since it may be a secret or part of a payload."""
+
+    def __init__(self, name: str, allowed: str) -> None:
+        self.name = name
+        self.value = None
+        self.allowed = allowed
+        Exception.__init__(self, f"invalid {name}: expected {allowed}")
+
+
 class UnknownHandler(InvalidArgument):
     def __init__(self, handler: str, known: list[str]) -> None:
         listing = ", ".join(sorted(known)) or "none registered"
@@ -121,6 +133,21 @@ class HandlerTransactionsExhausted(StoreUnavailable):
             f"no connection for ctx.transaction() within {waited_seconds:g} s: all "
             f"{size} are held by other handlers (setting handler_pool_size, "
             f"ROTA_HANDLER_POOL_SIZE; or hold transactions for less time)"
+        )
+
+
+class JobUnreadable(RotaError):
+    """A stored job whose definition this rota cannot read (written by another version
+    or edited by hand). It can be deleted or replaced; the planner sets it aside."""
+
+    def __init__(self, job_id: int, namespace: str, name: str, reason: str) -> None:
+        self.job_id = job_id
+        self.namespace = namespace
+        self.name = name
+        self.reason = reason
+        super().__init__(
+            f"job {name!r} in namespace {namespace!r} has a stored definition this rota "
+            f"cannot read ({reason}); replace it or delete it"
         )
 
 

@@ -5,6 +5,14 @@ Safe even if every node runs it at once: each job's cursor advances by compare-a
 same transaction, and each slot's run carries an idempotency key derived from
 (job, slot) as a second guard. Under a leader, every write also names the leader's term,
 so a deposed leader's tick changes nothing.
+
+One job never stops the others. A job whose planning fails (its definition cannot be
+read, computing its slots raises, or the store refuses its rows) is set aside: its error
+is recorded on the job (shown by the API and the CLI), it is retried after a growing
+delay (:func:`rota.domain.jobs.planning_retry_delay`) or at once when updated or
+resumed, and the rest of the tick goes on. A batch the store refuses is split in halves
+until the job at fault is alone. Only an unreachable store (StoreUnavailable) ends the
+tick, since then no job can be planned.
 """
 
 from __future__ import annotations
@@ -14,7 +22,14 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from rota.domain.jobs import Job, JobAdvance, slot_run
+from rota.domain.jobs import (
+    Job,
+    JobAdvance,
+    UnreadableJob,
+    planning_error_text,
+    planning_retry_delay,
+    slot_run,
+)
 from rota.domain.misfire import (
     OverlapDecision,
     OverlapPolicy,
@@ -23,6 +38,7 @@ from rota.domain.misfire import (
     plan_due_slots,
 )
 from rota.domain.runs import NewRun
+from rota.errors import StoreError, StoreUnavailable
 from rota.store.port import Store
 
 log = structlog.get_logger("rota.planner")
@@ -36,6 +52,10 @@ class TickReport:
     runs_created: int
     slots_skipped: int
     conflicts: int  # jobs another planner advanced first
+    set_aside: int = 0  # jobs whose planning failed this tick (see the module docstring)
+
+
+Decision = tuple[JobAdvance, int]  # the advance, and how many slots it skipped
 
 
 class Planner:
@@ -48,21 +68,70 @@ class Planner:
 
     async def tick(self, now: datetime, leader_term: int | None = None) -> TickReport:
         """Plan every job due by ``now + horizon``, a batch at a time."""
-        jobs = created = skipped = conflicts = 0
+        jobs = created = skipped = conflicts = set_aside = 0
         for _ in range(MAX_BATCHES):
             due = await self.store.due_jobs(now + self.horizon, DUE_BATCH)
-            decisions = [await self._decide(job, now) for job in due]
-            advances = [advance for advance, _ in decisions]
-            advanced = await self.store.advance_jobs(advances, now, leader_term)
+            decisions: list[Decision] = []
+            failed: list[tuple[int, int, str]] = []  # (job id, failures so far, error)
+            for job in due:
+                if isinstance(job, UnreadableJob):
+                    failed.append((job.id, job.planning_failures, job.error))
+                    continue
+                try:
+                    decisions.append(await self._decide(job, now))
+                except StoreUnavailable:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - whatever it is, it is this job's
+                    failed.append((job.id, job.planning_failures, planning_error_text(exc)))
+            advanced, refused = await self._advance(decisions, now, leader_term)
+            failures = {job.id: job.planning_failures for job in due}
+            failed += [(job_id, failures[job_id], error) for job_id, error in refused]
+            for job_id, previous, error in failed:
+                await self._set_aside(job_id, previous, error, now)
             jobs += len(due)
-            conflicts += len(due) - len(advanced)
+            set_aside += len(failed)
+            conflicts += len(decisions) - len(advanced) - len(refused)
             for advance, job_skipped in decisions:
                 if advance.job_id in advanced:
                     created += len(advance.runs)
                     skipped += job_skipped
-            if len(due) < DUE_BATCH or not advanced:
+            if len(due) < DUE_BATCH or not (advanced or failed):
                 break
-        return TickReport(jobs, created, skipped, conflicts)
+        return TickReport(jobs, created, skipped, conflicts, set_aside)
+
+    async def _advance(
+        self, decisions: list[Decision], now: datetime, leader_term: int | None
+    ) -> tuple[set[int], list[tuple[int, str]]]:
+        """Apply the decisions; a batch the store refuses is split until the job at
+        fault stands alone. Returns the ids advanced, and each refused job's error."""
+        if not decisions:
+            return set(), []
+        try:
+            advances = [advance for advance, _ in decisions]
+            return await self.store.advance_jobs(advances, now, leader_term), []
+        except StoreUnavailable:
+            raise
+        except StoreError as exc:
+            if len(decisions) == 1:
+                return set(), [(decisions[0][0].job_id, planning_error_text(exc))]
+        middle = len(decisions) // 2
+        advanced, refused = await self._advance(decisions[:middle], now, leader_term)
+        more_advanced, more_refused = await self._advance(decisions[middle:], now, leader_term)
+        return advanced | more_advanced, refused + more_refused
+
+    async def _set_aside(
+        self, job_id: int, previous_failures: int, error: str, now: datetime
+    ) -> None:
+        retry_at = now + planning_retry_delay(previous_failures + 1)
+        log.warning("job set aside: planning failed", job_id=job_id, error=error, retry_at=retry_at)
+        try:
+            await self.store.set_job_aside(job_id, error, retry_at, now)
+        except StoreError as record_exc:  # the job is tried again next tick
+            log.warning(
+                "could not record a planning error",
+                job_id=job_id,
+                error=planning_error_text(record_exc),
+            )
 
     async def _decide(self, job: Job, now: datetime) -> tuple[JobAdvance, int]:
         """Which slots of this job get runs, as a value; nothing is written here."""

@@ -7,11 +7,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rota import payloads
-from rota.clock import Clock, require_aware
+from rota.clock import Clock
 from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fields
-from rota.domain.runs import check_positive_int, encode_json
+from rota.domain.runs import check_idempotency_key, check_positive_int, encode_json
 from rota.domain.triggers import CronTrigger, fire_times
-from rota.errors import InvalidArgument, JobExists, JobNotFound
+from rota.domain.values import check_instant
+from rota.errors import InvalidArgument, JobExists, JobNotFound, JobUnreadable
 from rota.handlers import Registry
 from rota.store.port import Store
 
@@ -82,8 +83,12 @@ def job_spec(
 async def save_job(store: Store, clock: Clock, spec: JobSpec) -> Job:
     """Create or replace a job. Planning restarts from now when its trigger changed;
     otherwise it carries on from where it was."""
+    spec.check_storable()
     now = await store.now(clock.db_now())
-    existing = await store.get_job(spec.namespace, spec.name)
+    try:
+        existing = await store.get_job(spec.namespace, spec.name)
+    except JobUnreadable:
+        existing = None  # replacing a job this rota cannot read: plan it from now
     if spec.kind is TriggerKind.INTERVAL and spec.anchor is None:
         anchor = existing.spec.anchor if existing and existing.spec.anchor else now
         spec = dataclasses.replace(spec, anchor=anchor)
@@ -151,6 +156,7 @@ async def trigger_job(
     """Run a job now, whatever its schedule (optionally with another payload, checked
     against the handler's payload type when ``registry`` knows the handler).
     ``correlation_id``: the request that asked for it, stamped on the run."""
+    check_idempotency_key(idempotency_key)
     job = await get_job(store, namespace, name)
     if payload is not None and registry is not None:
         payloads.check_payload(registry, job.spec.handler, payload)
@@ -165,11 +171,9 @@ def cron_preview(
     expression: str, timezone: str = "UTC", count: int = 10, after: datetime | None = None
 ) -> list[datetime]:
     """The next ``count`` fire instants (UTC) of a cron expression in a time zone."""
-    check_positive_int("count", count)
-    if count > MAX_PREVIEW:
-        raise InvalidArgument("count", count, f"an integer 1-{MAX_PREVIEW}")
+    check_positive_int("count", count, MAX_PREVIEW)
     if after is None:
         raise InvalidArgument("after", after, "an aware datetime")
-    after = require_aware(after, "after")
+    after = check_instant("after", after)
     trigger = CronTrigger(expression, timezone)
     return fire_times(trigger, after, datetime.max.replace(tzinfo=after.tzinfo), count)

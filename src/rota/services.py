@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rota.clock import Clock, require_aware
+from rota.clock import Clock
 from rota.domain.limits import Limit
 from rota.domain.runs import (
     Attempt,
@@ -20,6 +20,7 @@ from rota.domain.runs import (
     NewRun,
     Run,
     RunFilter,
+    check_idempotency_key,
     check_name,
     check_positive_int,
     check_priority,
@@ -30,6 +31,7 @@ from rota.domain.runs import (
 )
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
+from rota.domain.values import check_id, check_instant, check_text
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry
@@ -96,11 +98,8 @@ def new_run(
     """Validate a job against its handler's registration and defaults. ``now`` (the
     caller's clock) is only used to refuse a deadline that has already passed."""
     spec = registry.require(job.handler)
-    if job.idempotency_key is not None and (
-        not isinstance(job.idempotency_key, str) or not 1 <= len(job.idempotency_key) <= 255
-    ):
-        raise InvalidArgument("idempotency_key", job.idempotency_key, "a string of 1-255 chars")
-    deadline = require_aware(job.deadline, "deadline") if job.deadline is not None else None
+    check_idempotency_key(job.idempotency_key)
+    deadline = check_instant("deadline", job.deadline) if job.deadline is not None else None
     if deadline is not None and now is not None and deadline <= now:
         raise InvalidArgument("deadline", job.deadline, f"an instant after now ({now.isoformat()})")
     key = check_name("concurrency_key", job.concurrency_key) if job.concurrency_key else None
@@ -113,7 +112,7 @@ def new_run(
         payload_json=encode_json("payload", job.payload),
         queue=check_name("queue", job.queue) if job.queue is not None else spec.queue,
         priority=check_priority(job.priority) if job.priority is not None else spec.priority,
-        run_at=require_aware(job.run_at, "run_at") if job.run_at is not None else None,
+        run_at=check_instant("run_at", job.run_at) if job.run_at is not None else None,
         max_attempts=(
             check_positive_int("max_attempts", job.max_attempts)
             if job.max_attempts is not None
@@ -136,7 +135,7 @@ async def enqueue(store: Store, clock: Clock, runs: Sequence[NewRun]) -> list[in
 async def get_run(store: Store, run_id: int, namespaces: Namespaces = None) -> Run:
     """The run; RunNotFound also when it is outside ``namespaces`` (None: all), so a
     caller cannot tell another team's run from a missing one."""
-    run = await store.get_run(run_id)
+    run = await store.get_run(check_id("run_id", run_id))
     if run is None or (namespaces is not None and run.namespace not in namespaces):
         raise RunNotFound(run_id)
     return run
@@ -168,8 +167,13 @@ async def list_runs(
         except ValueError:
             allowed = ", ".join(s.value for s in RunState)
             raise InvalidArgument("state", state, f"one of {allowed}") from None
-    if not isinstance(limit, int) or not 1 <= limit <= 1000:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise InvalidArgument("limit", limit, "an integer 1-1000")
+    for name, text in (("handler", handler), ("queue", queue)):
+        if text is not None:
+            check_text(name, text, max_length=200)
+    if before_id is not None:
+        check_id("before_id", before_id)
     return await store.list_runs(
         RunFilter(
             state=RunState(state) if state else None,
@@ -182,6 +186,7 @@ async def list_runs(
 
 
 async def cancel(store: Store, clock: Clock, run_id: int, namespaces: Namespaces = None) -> Run:
+    check_id("run_id", run_id)
     if namespaces is not None:
         await get_run(store, run_id, namespaces)  # a run's namespace never changes
     return await store.request_cancel(run_id, clock.db_now())
@@ -196,6 +201,7 @@ async def replay(
 ) -> int:
     """A fresh run repeating a finished one (see :func:`replay_request`); replaying the
     same run again returns the same new run."""
+    check_id("run_id", run_id)
     if namespaces is None and correlation_id is None:
         return await store.replay(run_id, clock.db_now())
     fresh = replay_request(run_id, await get_run(store, run_id, namespaces))
@@ -237,22 +243,39 @@ async def search_runs(
 ) -> list[Run]:
     """Runs matching ``search``; ``job`` = (namespace, name) narrows to one job's runs
     (none if there is no such job)."""
-    if not 1 <= search.limit <= MAX_PAGE:
-        raise InvalidArgument("limit", search.limit, f"an integer 1-{MAX_PAGE}")
-    if search.text is not None and not 1 <= len(search.text) <= 200:
-        raise InvalidArgument("q", search.text, "1-200 characters")
-    for name, value in (
-        ("created_after", search.created_after),
-        ("created_before", search.created_before),
-    ):
-        if value is not None:
-            require_aware(value, name)
+    check_search(search)
     if job is not None:
         found = await store.get_job(*job)
         if found is None or (search.namespaces is not None and job[0] not in search.namespaces):
             return []
         search = dataclasses.replace(search, job_id=found.id)
     return await store.search_runs(search)
+
+
+def check_search(search: RunSearch) -> None:
+    """Every value of a search is one the stores can compare with: bounded text
+    without NUL, instants in range, ids that fit."""
+    limit = search.limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidArgument("limit", limit, f"an integer 1-{MAX_PAGE}")
+    if search.text is not None:
+        if len(search.text) < 1:
+            raise InvalidArgument("q", search.text, "1-200 characters")
+        check_text("q", search.text, max_length=200)
+    for name, text in (("handler", search.handler), ("queue", search.queue), ("tag", search.tag)):
+        if text is not None:
+            check_text(name, text, max_length=200)
+    for name, instant in (
+        ("created_after", search.created_after),
+        ("created_before", search.created_before),
+    ):
+        if instant is not None:
+            check_instant(name, instant)
+    for name, number in (("before_id", search.before_id), ("job_id", search.job_id)):
+        if number is not None:
+            check_id(name, number)
+    for namespace in search.namespaces or ():
+        check_text("namespace", namespace, max_length=200)
 
 
 # -- claim-time controls and the worker registry ------------------------------

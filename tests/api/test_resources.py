@@ -333,7 +333,10 @@ async def test_ready_reports_a_schema_behind(sqlite_url: str) -> None:
     rota.App(settings=rota.Settings(database_url=sqlite_url)).list_runs()  # migrate
     path = sqlite_url.removeprefix("sqlite:///")
     with sqlite3.connect(path) as conn:
-        conn.execute("DELETE FROM rota_schema_migrations WHERE version = 4")
+        conn.execute(  # the latest migration, whichever it is, "not yet applied"
+            "DELETE FROM rota_schema_migrations"
+            " WHERE version = (SELECT max(version) FROM rota_schema_migrations)"
+        )
     app = rota.App(settings=rota.Settings(database_url=sqlite_url, auto_migrate=False))
     async with serving(create_api(app, api_settings())) as client:
         response = await client.get("/health/ready")

@@ -24,7 +24,7 @@ async def _seed(store: Store) -> list[int]:
         (10, {"handler": "export", "queue": "q1", "tags": ("gpu",)}),  # r2 pending
         (20, {"handler": "report", "queue": "q2", "namespace": "team-b"}),  # r3 dead
         (30, {"handler": "export", "queue": "q2", "tags": ("gpu", "big")}),  # r4 pending
-        (40, {"handler": "report_100%", "queue": "q1"}),  # r5 pending
+        (40, {"handler": "report_100", "queue": "q1"}),  # r5 pending
         (50, {"handler": "cleanup", "queue": "q1"}),  # r6 pending
     ]:
         [enqueued] = await store.enqueue([new_run(**fields)], at(seconds))
@@ -83,7 +83,7 @@ async def test_free_text_matches_handler_error_and_job_name(store: Store) -> Non
                 new_run(handler="bill", job_id=job.id),
                 new_run(handler="mail"),
                 new_run(handler="other"),
-                new_run(handler="pct_50%"),
+                new_run(handler="pct_50"),  # names cannot hold a %: see below
             ],
             T0,
         )
@@ -98,8 +98,9 @@ async def test_free_text_matches_handler_error_and_job_name(store: Store) -> Non
     assert await _ids(store, text="timeout") == [by_job]  # case-insensitive
     assert await _ids(store, text="smtp") == [plain]
     assert await _ids(store, text="mai") == [plain]
-    # LIKE wildcards in the text are literal characters.
-    assert await _ids(store, text="%") == [wildcard]
+    # LIKE wildcards in the text are literal characters: unescaped, % or _ would match
+    # every run.
+    assert await _ids(store, text="%") == []
     assert await _ids(store, text="_") == [wildcard]
     assert await _ids(store, text="zzz") == []
     assert await _ids(store, text="oth") == [failing]

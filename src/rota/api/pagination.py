@@ -8,8 +8,11 @@ import binascii
 import re
 
 from rota.api.problems import ProblemException
+from rota.domain.values import MAX_ID
 
-_BODY = re.compile(r"^([a-z]+):([1-9][0-9]{0,18})$")
+# Ids we issue are at most MAX_ID (16 digits); a longer or larger one is not ours, and
+# must not reach a store (past int64 it is a database error, not a 400).
+_BODY = re.compile(r"([a-z]+):([1-9][0-9]{0,15})")
 
 
 def encode(kind: str, last_id: int) -> str:
@@ -25,8 +28,8 @@ def decode(kind: str, cursor: str | None) -> int | None:
         text = base64.urlsafe_b64decode(padded.encode("ascii")).decode("ascii")
     except (binascii.Error, UnicodeError, ValueError):
         text = ""
-    match = _BODY.match(text)
-    if match is None or match[1] != kind:
+    match = _BODY.fullmatch(text)
+    if match is None or match[1] != kind or int(match[2]) > MAX_ID:
         raise ProblemException(
             400,
             "the cursor is not one this API issued; use next_cursor from a previous page",

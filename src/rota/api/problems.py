@@ -119,6 +119,7 @@ _ERROR_STATUS: list[tuple[type[errors.RotaError], int, str]] = [
     (errors.JobNotFound, 404, "not-found"),
     (errors.ApiKeyNotFound, 404, "not-found"),
     (errors.JobExists, 409, "conflict"),
+    (errors.JobUnreadable, 409, "unreadable-job"),
     (errors.InvalidTransition, 409, "invalid-transition"),
     (errors.StoreUnavailable, 503, "database-unavailable"),
     (errors.SchemaMismatch, 503, "schema-mismatch"),

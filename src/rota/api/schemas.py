@@ -11,13 +11,23 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+)
 
 from rota.domain.access import ApiKey, AuditEntry, Role, Scope
 from rota.domain.jobs import Job, TriggerKind
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.runs import NAME_PATTERN, Attempt, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
+from rota.domain.values import INSTANT_RULE, in_instant_range
+from rota.domain.values import MAX_ID as MAX_ID
 from rota.domain.workers import WorkerInfo, WorkerState
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN.pattern, examples=["nightly-report"])]
@@ -35,9 +45,14 @@ def _iso_instant(value: Any) -> Any:
     return value
 
 
-Instant = Annotated[AwareDatetime, BeforeValidator(_iso_instant)]
-# Ids stay within what JSON numbers carry exactly (and what the databases store).
-MAX_ID = 2**53 - 1
+def _in_range(value: datetime) -> datetime:
+    """The library's instant range (see rota.domain.values), as a field error."""
+    if not in_instant_range(value):
+        raise ValueError(f"expected {INSTANT_RULE}")
+    return value
+
+
+Instant = Annotated[AwareDatetime, BeforeValidator(_iso_instant), AfterValidator(_in_range)]
 
 
 class Request(BaseModel):
@@ -117,6 +132,13 @@ class JobOut(BaseModel):
     next_fire_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    planning_error: str | None = Field(
+        description="Why the planner could not plan this job the last time it tried; "
+        "null when planning works. The job is retried at planning_retry_at, or at once "
+        "when it is updated or resumed; other jobs are unaffected."
+    )
+    planning_failed_at: datetime | None
+    planning_retry_at: datetime | None
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -146,6 +168,9 @@ class JobOut(BaseModel):
             next_fire_at=job.next_fire_at,
             created_at=job.created_at,
             updated_at=job.updated_at,
+            planning_error=job.planning_error,
+            planning_failed_at=job.planning_failed_at,
+            planning_retry_at=job.planning_retry_at,
         )
 
 

@@ -16,6 +16,7 @@ from typing import TypeVar
 from rota.clock import require_aware
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.runs import (
+    MAX_SECONDS,
     NewRun,
     check_name,
     check_positive_int,
@@ -23,6 +24,7 @@ from rota.domain.runs import (
     check_timeout,
 )
 from rota.domain.triggers import CronTrigger, IntervalTrigger, OnceTrigger, Trigger, describe
+from rota.domain.values import check_instant, check_json_text, check_text, storable_text
 from rota.errors import InvalidArgument
 
 
@@ -44,9 +46,21 @@ def _choice(name: str, enum: type[E], value: object) -> E:
         raise InvalidArgument(name, value, f"one of {allowed}") from None
 
 
-def _seconds(name: str, value: object, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
-        raise InvalidArgument(name, value, f"a number of seconds >= {minimum:g}")
+MAX_RUN_ALL_CAP = 10_000
+MAX_JITTER = 24 * 3600
+MAX_CRON_LENGTH = 200
+MAX_TIMEZONE_LENGTH = 64
+
+
+def _seconds(name: str, value: object, minimum: float = 0.0, maximum: float = MAX_SECONDS) -> float:
+    # ``not minimum <= value <= maximum`` also refuses NaN.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not minimum <= value <= maximum
+    ):
+        most = f" and <= {maximum:g}" if maximum < float("inf") else ""
+        raise InvalidArgument(name, value, f"a number of seconds >= {minimum:g}{most}")
     return float(value)
 
 
@@ -90,7 +104,29 @@ class JobSpec:
         object.__setattr__(self, "overlap", _choice("overlap", OverlapPolicy, self.overlap))
         object.__setattr__(self, "kind", _choice("trigger kind", TriggerKind, self.kind))
         self._check_trigger_fields()
-        self.trigger(datetime(2000, 1, 1, tzinfo=UTC))  # parses and validates
+        try:
+            self.trigger(datetime(2000, 1, 1, tzinfo=UTC))  # parses and validates
+        except OverflowError:
+            raise InvalidArgument("interval", self.interval_seconds, "a shorter interval") from None
+
+    def check_storable(self) -> None:
+        """The limits a job must meet to be saved (see rota.domain.values): text every
+        store holds, instants in range, durations and caps that keep the planner's
+        arithmetic in range. Checked when a job is written, not when one is read, so
+        a job saved before a limit existed can still be read, shown and fixed."""
+        check_json_text("payload", self.payload_json)
+        check_positive_int("run_all_cap", self.run_all_cap, MAX_RUN_ALL_CAP)
+        _seconds("catch_up_window", self.catch_up_window_seconds, maximum=MAX_SECONDS)
+        _seconds("jitter", self.jitter_seconds, maximum=MAX_JITTER)
+        check_text("time zone", self.timezone, MAX_TIMEZONE_LENGTH)
+        if self.cron is not None:
+            check_text("cron expression", self.cron, MAX_CRON_LENGTH)
+        if self.interval_seconds is not None:
+            _seconds("interval", self.interval_seconds, minimum=0.001, maximum=MAX_SECONDS)
+        for name in _INSTANTS:
+            instant = getattr(self, name)
+            if instant is not None:
+                check_instant(name, instant)
 
     def _check_trigger_fields(self) -> None:
         given = {
@@ -147,10 +183,52 @@ class Job:
     next_fire_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    # Set when the planner last failed to plan this job (see PlanningFailure); cleared
+    # when planning next succeeds, or the job is updated or resumed.
+    planning_error: str | None = None
+    planning_failed_at: datetime | None = None
+    planning_failures: int = 0  # in a row
+    planning_retry_at: datetime | None = None
 
     @property
     def trigger(self) -> Trigger | None:
         return self.spec.trigger(self.created_at)
+
+
+@dataclass(frozen=True)
+class UnreadableJob:
+    """A stored job whose definition this rota cannot read (written by another
+    version, or edited by hand). The planner sets it aside with ``error``; it never
+    stops the planning of other jobs."""
+
+    id: int
+    namespace: str
+    name: str
+    planning_failures: int
+    error: str
+
+
+PLANNING_RETRY_FIRST = timedelta(minutes=1)
+PLANNING_RETRY_MAX = timedelta(hours=1)
+MAX_PLANNING_ERROR = 500
+
+
+def planning_retry_delay(failures: int) -> timedelta:
+    """How long a job whose planning failed ``failures`` times in a row waits before
+    the planner tries it again: 1, 2, 4, ... minutes, at most an hour. Most such
+    failures do not heal by themselves; updating or resuming the job retries at once."""
+    exponent = min(max(failures, 1) - 1, 10)
+    delay: timedelta = PLANNING_RETRY_FIRST * (2**exponent)
+    return min(delay, PLANNING_RETRY_MAX)
+
+
+def planning_error_text(exc: BaseException) -> str:
+    """What is recorded and shown for a planning failure: the error's kind and first
+    line, bounded, storable. A driver's DETAIL and CONTEXT lines (which may quote the
+    data, i.e. a payload) are left out."""
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    text = f"{type(exc).__name__}: {first_line}"[:MAX_PLANNING_ERROR]
+    return storable_text(text)
 
 
 _INSTANTS = ("anchor", "at")

@@ -3,22 +3,36 @@ a worker reports back. Frozen, validated at construction, no I/O."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from rota.domain.states import REPLAYABLE_STATES, AttemptOutcome, RunState
+from rota.domain.values import (
+    MAX_INT32,
+    check_instant,
+    check_json_text,
+    check_text,
+    encode_json,
+    storable_json_text,
+    storable_text,
+)
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 NAME_RULE = "1-128 characters: letters, digits and _ . : - (starting with a letter or digit)"
 MIN_PRIORITY, MAX_PRIORITY = 1, 10
+MAX_IDEMPOTENCY_KEY = 255
+# Run timeouts (and the API's other durations) stay below ten years: lease and deadline
+# arithmetic on them must not leave the instants every store holds.
+MAX_SECONDS = 10 * 365 * 24 * 3600
+__all__ = ["encode_json"]  # re-exported: callers import it from here
 
 
 def check_name(kind: str, value: object) -> str:
-    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+    # fullmatch: with match, the pattern's $ would let a trailing newline through.
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
         raise InvalidArgument(kind, value, NAME_RULE)
     return value
 
@@ -31,9 +45,9 @@ def check_priority(value: object) -> int:
     return value
 
 
-def check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument(name, value, "an integer >= 1")
+def check_positive_int(name: str, value: object, maximum: int = MAX_INT32) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidArgument(name, value, f"an integer >= 1 and <= {maximum}")
     return value
 
 
@@ -48,17 +62,25 @@ def check_tags(value: object) -> tuple[str, ...]:
 def check_timeout(value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise InvalidArgument("timeout", value, "a number of seconds > 0, or None for no timeout")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value <= MAX_SECONDS
+    ):
+        raise InvalidArgument(
+            "timeout", value, f"a number of seconds > 0 and <= {MAX_SECONDS}, or None"
+        )
     return float(value)
 
 
-def encode_json(name: str, value: Any) -> str:
-    """Serialise a payload or result, refusing what JSON cannot carry (no silent str())."""
-    try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgument(name, value, f"a JSON-serialisable value ({exc})") from None
+def check_idempotency_key(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_IDEMPOTENCY_KEY:
+        raise InvalidArgument(
+            "idempotency_key", value, f"a string of 1-{MAX_IDEMPOTENCY_KEY} characters"
+        )
+    return check_text("idempotency_key", value)
 
 
 @dataclass(frozen=True)
@@ -82,6 +104,30 @@ class NewRun:
     concurrency_limit: int | None = None
     deadline: datetime | None = None  # start by then, or be cancelled (deadline_exceeded)
     correlation_id: str | None = None  # the request that created it (X-Correlation-ID)
+
+    def __post_init__(self) -> None:
+        """Everything a store will be asked to hold is checked here, so the SQLite and
+        PostgreSQL stores take and refuse the same runs (and no run reaches a store
+        that would fail the whole batch it travels in)."""
+        for kind, name in (("handler", self.handler), ("queue", self.queue)):
+            check_name(kind, name)
+        check_name("namespace", self.namespace)
+        check_json_text("payload", self.payload_json)
+        check_priority(self.priority)
+        check_positive_int("max_attempts", self.max_attempts)
+        check_timeout(self.timeout)
+        check_idempotency_key(self.idempotency_key)
+        check_tags(self.tags)
+        if self.concurrency_key is not None:
+            check_name("concurrency_key", self.concurrency_key)
+        if self.concurrency_limit is not None:
+            check_positive_int("key_limit", self.concurrency_limit)
+        for field_name in ("run_at", "slot_at", "deadline"):
+            instant = getattr(self, field_name)
+            if instant is not None:
+                check_instant(field_name, instant)
+        if self.correlation_id is not None:
+            check_text("correlation_id", self.correlation_id, max_length=200)
 
 
 @dataclass(frozen=True)
@@ -130,6 +176,12 @@ class Outcome:
     error: str | None = None
     # When state is Retrying: seconds from the database's now, so no worker clock decides.
     retry_delay: float | None = None
+
+    def __post_init__(self) -> None:
+        # The error is a handler's exception text: whatever it holds must not make the
+        # write fail (on PostgreSQL a NUL would fail the whole batch of completions).
+        if self.error is not None:
+            object.__setattr__(self, "error", storable_text(self.error))
 
 
 @dataclass(frozen=True)
@@ -199,6 +251,11 @@ class LogLine:
     level: str
     message: str
     fields_json: str = "{}"
+
+    def __post_init__(self) -> None:
+        # What a handler logs is written as given, except what no store can hold.
+        object.__setattr__(self, "message", storable_text(self.message))
+        object.__setattr__(self, "fields_json", storable_json_text(self.fields_json))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
-from rota.domain.jobs import Job, JobAdvance, JobSpec
+from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.runs import (
     Attempt,
@@ -133,7 +133,9 @@ class Store(Protocol):
 
     async def get_job_by_id(self, job_id: int) -> Job | None: ...
 
-    async def list_jobs(self, namespace: str | None = None) -> list[Job]: ...
+    async def list_jobs(self, namespace: str | None = None) -> list[Job]:
+        """Jobs by namespace and name; one whose definition cannot be read is logged
+        and left out (get_job raises JobUnreadable for it)."""
 
     async def delete_job(self, namespace: str, name: str) -> bool: ...
 
@@ -148,7 +150,15 @@ class Store(Protocol):
     ) -> Job | None:
         """Pause, or resume planning from ``cursor`` (slots in the pause are skipped)."""
 
-    async def due_jobs(self, until: datetime, limit: int) -> list[Job]: ...
+    async def due_jobs(self, until: datetime, limit: int) -> list[Job | UnreadableJob]:
+        """Jobs with a slot due by ``until``, oldest first, leaving out those set aside
+        until later; a row whose definition cannot be read comes as an UnreadableJob."""
+
+    async def set_job_aside(
+        self, job_id: int, error: str, retry_at: datetime, now: datetime | None
+    ) -> None:
+        """Record that planning the job failed (``error``), and skip it until ``retry_at``;
+        the next successful planning, an update or a resume clears it."""
 
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:
         """(active: claimed or running, waiting: pending or retrying) runs of the job."""

@@ -6,12 +6,13 @@ JSON columns are already decoded; this module only assembles the frozen values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rota.domain.jobs import Job, spec_from_json
+from rota.domain.jobs import Job, UnreadableJob, planning_error_text, spec_from_json
 from rota.domain.runs import Attempt, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
+from rota.errors import JobUnreadable
 
 
 def run_from_row(row: Mapping[str, Any]) -> Run:
@@ -74,12 +75,49 @@ def log_from_row(row: Mapping[str, Any], fields_json: str) -> LogLine:
 
 
 def job_from_row(row: Mapping[str, Any], spec: Any) -> Job:
+    """The job; JobUnreadable if its stored definition cannot be read."""
+    try:
+        parsed = spec_from_json(spec)
+    except Exception as exc:  # noqa: BLE001 - whatever the parse raised, it is this row's
+        reason = planning_error_text(exc)
+        raise JobUnreadable(row["id"], row["namespace"], row["name"], reason) from None
     return Job(
         id=row["id"],
-        spec=spec_from_json(spec),
+        spec=parsed,
         paused=bool(row["paused"]),
         cursor=row["cursor"],
         next_fire_at=row["next_fire_at"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        planning_error=row.get("planning_error"),
+        planning_failed_at=row.get("planning_failed_at"),
+        planning_failures=row.get("planning_failures") or 0,
+        planning_retry_at=row.get("planning_retry_at"),
     )
+
+
+def due_job_from_row(row: Mapping[str, Any], spec: Any) -> Job | UnreadableJob:
+    """The job, or, if its stored definition cannot be read, a value saying so: one
+    unreadable row must not fail the read of every due job."""
+    try:
+        return job_from_row(row, spec)
+    except JobUnreadable as exc:
+        return UnreadableJob(
+            id=exc.job_id,
+            namespace=exc.namespace,
+            name=exc.name,
+            planning_failures=row.get("planning_failures") or 0,
+            error=exc.reason,
+        )
+
+
+def readable_jobs(rows: Iterable[Mapping[str, Any]], log: Any) -> list[Job]:
+    """The jobs of ``rows`` that can be read; each one that cannot is logged and left
+    out, so one bad row does not fail a listing of every namespace's jobs."""
+    jobs = []
+    for row in rows:
+        try:
+            jobs.append(job_from_row(row, row["spec"]))
+        except JobUnreadable as exc:
+            log.warning("job left out of a listing", job_id=exc.job_id, error=str(exc))
+    return jobs

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from rota.domain.jobs import Job, JobAdvance, JobSpec, spec_to_json
+from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
 from rota.store.port import LeaderInfo
-from rota.store.postgres.base import PgBase, Q, _job
+from rota.store.postgres.base import PgBase, Q, _job, log
+from rota.store.rows import due_job_from_row, readable_jobs
 
 
 class PgJobs(PgBase):
@@ -43,7 +44,7 @@ class PgJobs(PgBase):
         return _job(rows[0]) if rows else None
 
     async def list_jobs(self, namespace: str | None = None) -> list[Job]:
-        return [_job(row) for row in await self._rows("list_jobs", {"namespace": namespace})]
+        return readable_jobs(await self._rows("list_jobs", {"namespace": namespace}), log)
 
     async def delete_job(self, namespace: str, name: str) -> bool:
         return bool(await self._tuples("delete_job", {"namespace": namespace, "name": name}))
@@ -70,9 +71,15 @@ class PgJobs(PgBase):
         )
         return _job(rows[0]) if rows else None
 
-    async def due_jobs(self, until: datetime, limit: int) -> list[Job]:
+    async def due_jobs(self, until: datetime, limit: int) -> list[Job | UnreadableJob]:
         rows = await self._rows("due_jobs", {"until": until, "limit": limit})
-        return [_job(row) for row in rows]
+        return [due_job_from_row(row, row["spec"]) for row in rows]
+
+    async def set_job_aside(
+        self, job_id: int, error: str, retry_at: datetime, now: datetime | None
+    ) -> None:
+        params = {"id": job_id, "error": error, "retry_at": retry_at, "now": now}
+        await self._tuples("set_job_aside", params)
 
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:
         [(active, waiting)] = await self._tuples("job_run_counts", {"job_id": job_id})

@@ -41,6 +41,8 @@ _INSTANT_COLUMNS = (
     "expires_at",
     "deadline",
     "heartbeat_at",
+    "planning_failed_at",
+    "planning_retry_at",
 )
 
 

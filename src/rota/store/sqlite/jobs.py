@@ -7,10 +7,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from rota.domain.jobs import Job, JobAdvance, JobSpec, spec_to_json
+import structlog
+
+from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
 from rota.store.port import LeaderInfo
-from rota.store.rows import job_from_row
+from rota.store.rows import due_job_from_row, job_from_row, readable_jobs
 from rota.store.sqlite.base import Q, SqliteBase, _decoded, _ts
+
+log = structlog.get_logger("rota.store.sqlite")
 
 
 class SqliteJobs(SqliteBase):
@@ -54,7 +58,7 @@ class SqliteJobs(SqliteBase):
         return jobs[0] if jobs else None
 
     async def list_jobs(self, namespace: str | None = None) -> list[Job]:
-        return await self._jobs("list_jobs", {"namespace": namespace})
+        return readable_jobs(await self._rows("list_jobs", {"namespace": namespace}), log)
 
     async def delete_job(self, namespace: str, name: str) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
@@ -83,8 +87,15 @@ class SqliteJobs(SqliteBase):
         jobs = await self._write_jobs("set_job_paused", params, now)
         return jobs[0] if jobs else None
 
-    async def due_jobs(self, until: datetime, limit: int) -> list[Job]:
-        return await self._jobs("due_jobs", {"until": _ts(until), "limit": limit})
+    async def due_jobs(self, until: datetime, limit: int) -> list[Job | UnreadableJob]:
+        rows = await self._rows("due_jobs", {"until": _ts(until), "limit": limit})
+        return [due_job_from_row(row, row["spec"]) for row in rows]
+
+    async def set_job_aside(
+        self, job_id: int, error: str, retry_at: datetime, now: datetime | None
+    ) -> None:
+        params = {"id": job_id, "error": error, "retry_at": _ts(retry_at)}
+        await self._write_rows("set_job_aside", params, now)
 
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:
         def work(conn: sqlite3.Connection) -> tuple[int, int]:

@@ -340,7 +340,10 @@ VALUES (%(namespace)s, %(name)s, %(spec)s::jsonb, %(cursor)s, %(next_fire_at)s,
         COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()))
 ON CONFLICT (namespace, name) DO UPDATE
 SET spec = EXCLUDED.spec, cursor = EXCLUDED.cursor, next_fire_at = EXCLUDED.next_fire_at,
-    updated_at = EXCLUDED.updated_at
+    updated_at = EXCLUDED.updated_at,
+    -- an update may well fix what failed: plan it again at once
+    planning_error = NULL, planning_failed_at = NULL, planning_failures = 0,
+    planning_retry_at = NULL
 RETURNING *;
 
 -- name: get_job
@@ -363,13 +366,16 @@ UPDATE rota_jobs
 SET paused = %(paused)s,
     cursor = CASE WHEN paused AND NOT %(paused)s THEN %(cursor)s ELSE cursor END,
     next_fire_at = CASE WHEN paused AND NOT %(paused)s THEN %(next_fire_at)s ELSE next_fire_at END,
+    planning_retry_at = CASE WHEN NOT %(paused)s THEN NULL ELSE planning_retry_at END,
     updated_at = COALESCE(%(now)s::timestamptz, now())
 WHERE namespace = %(namespace)s AND name = %(name)s
 RETURNING *;
 
 -- name: due_jobs
+-- A job set aside after a planning error waits for its retry instant.
 SELECT * FROM rota_jobs
 WHERE NOT paused AND next_fire_at <= %(until)s
+  AND (planning_retry_at IS NULL OR planning_retry_at <= %(until)s)
 ORDER BY next_fire_at
 LIMIT %(limit)s;
 
@@ -384,13 +390,23 @@ WHERE job_id = %(job_id)s AND state IN ('pending', 'retrying', 'claimed', 'runni
 -- moves it. A deposed leader's term no longer matches, and it moves nothing.
 UPDATE rota_jobs j
 SET cursor = a.cursor, next_fire_at = a.next_fire_at,
-    updated_at = COALESCE(%(now)s::timestamptz, now())
+    updated_at = COALESCE(%(now)s::timestamptz, now()),
+    planning_error = NULL, planning_failed_at = NULL, planning_failures = 0,
+    planning_retry_at = NULL
 FROM unnest(%(ids)s::bigint[], %(expected)s::timestamptz[], %(cursors)s::timestamptz[],
             %(next_fire_ats)s::timestamptz[]) AS a(id, expected, cursor, next_fire_at)
 WHERE j.id = a.id AND j.cursor = a.expected AND NOT j.paused
   AND (%(term)s::bigint IS NULL
        OR EXISTS (SELECT 1 FROM rota_leases WHERE name = 'leader' AND term = %(term)s))
 RETURNING j.id;
+
+-- name: set_job_aside
+-- Planning this job failed: say why, and when to try again. Its cursor stays.
+UPDATE rota_jobs
+SET planning_error = %(error)s, planning_failed_at = COALESCE(%(now)s::timestamptz, now()),
+    planning_failures = planning_failures + 1, planning_retry_at = %(retry_at)s
+WHERE id = %(id)s
+RETURNING id;
 
 -- name: acquire_leadership
 -- Renew if we hold the term we think we hold (even just past expiry: nobody took over);
