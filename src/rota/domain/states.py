@@ -2,7 +2,9 @@
 
 The table is the single source of truth: stores write only transitions listed here
 (their SQL names the allowed source states), DESIGN.md draws the same table, and a
-test checks the two agree.
+test checks the two agree. tests/contract/test_store_state_table.py proves the table
+true on both stores: every state change a store call makes is listed, and every entry
+is made by some store call.
 """
 
 from __future__ import annotations
