@@ -2,7 +2,8 @@
 ``-- name: <query>`` headers, and its migrations in ``migrations/<dialect>/NNNN_*.sql``.
 
 Both dialects use the same query names, so the adapters read alike and a reviewer can
-hold the two files side by side.
+hold the two files side by side. tests/test_query_names.py holds them to it; the names
+not shared yet are listed there (NOT_YET_SHARED) until issue 10's one SqlStore.
 """
 
 from __future__ import annotations

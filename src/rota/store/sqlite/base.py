@@ -174,7 +174,7 @@ class SqliteBase:
                 "correlation_id": run.correlation_id,
                 "now": at,
             }
-            row = conn.execute(Q["insert_run"], params).fetchone()
+            row = conn.execute(Q["insert_runs"], params).fetchone()
             if row is not None:
                 results.append(Enqueued(row[0], created=True))
             else:

@@ -119,7 +119,7 @@ class SqliteJobs(SqliteBase):
                         "now": at,
                         "term": leader_term,
                     }
-                    if conn.execute(Q["advance_job"], params).fetchall():
+                    if conn.execute(Q["advance_jobs"], params).fetchall():
                         advanced.add(advance.job_id)
                         self._insert_runs(conn, advance.runs, at)
             return advanced

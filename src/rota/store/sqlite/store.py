@@ -289,7 +289,7 @@ class SqliteStore(SqliteJobs, SqliteRegistry, SqliteApi, RunReads):
         found = set()
         for o in outcomes:
             params = {"id": o.run_id, "fence": o.fence, "outcome": o.attempt_outcome.value}
-            if conn.execute(Q["recorded_outcome"], params).fetchone():
+            if conn.execute(Q["recorded_outcomes"], params).fetchone():
                 found.add(o.run_id)
         return found
 
@@ -319,7 +319,7 @@ class SqliteStore(SqliteJobs, SqliteRegistry, SqliteApi, RunReads):
         def work(conn: sqlite3.Connection) -> None:
             with self._write(conn):
                 conn.executemany(
-                    Q["append_log"],
+                    Q["append_logs"],
                     [
                         {
                             "run_id": x.run_id,

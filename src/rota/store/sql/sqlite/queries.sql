@@ -1,11 +1,13 @@
 -- Named queries for SQLite. Instants are REAL unix seconds; :now is always bound (the
 -- adapter reads the database clock first when the caller passes none). Every write runs
 -- inside BEGIN IMMEDIATE, so SQLite's single writer lock makes each one compare-and-set.
+-- A query PostgreSQL runs once over arrays (insert_runs, append_logs, advance_jobs,
+-- recorded_outcomes) keeps its name here and runs once per row in that transaction.
 
 -- name: db_now
 SELECT (julianday('now') - 2440587.5) * 86400.0;
 
--- name: insert_run
+-- name: insert_runs
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
                        slot_at, tags, concurrency_key, concurrency_limit, deadline,
@@ -112,7 +114,7 @@ SET state = CASE WHEN :state = 'retrying' AND cancel_requested THEN 'cancelled' 
     finished_at = CASE WHEN :state = 'retrying' AND NOT cancel_requested THEN NULL ELSE :now END
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
 
--- name: recorded_outcome
+-- name: recorded_outcomes
 SELECT run_id FROM rota_attempts WHERE run_id = :id AND fence = :fence AND outcome = :outcome;
 
 -- name: release
@@ -169,7 +171,7 @@ WHERE finished_at IS NOT NULL AND finished_at < :older_than
 ORDER BY finished_at
 LIMIT :limit;
 
--- name: append_log
+-- name: append_logs
 INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
 VALUES (:run_id, :attempt, :at, :level, :message, :fields);
 
@@ -251,7 +253,7 @@ SELECT count(*) FILTER (WHERE state IN ('claimed', 'running')),
 FROM rota_runs
 WHERE job_id = :job_id AND state IN ('pending', 'retrying', 'claimed', 'running');
 
--- name: advance_job
+-- name: advance_jobs
 -- Compare-and-set on the cursor; a stale leader term moves nothing.
 UPDATE rota_jobs
 SET cursor = :cursor, next_fire_at = :next_fire_at, updated_at = :now,
