@@ -36,7 +36,6 @@ class RunState(StrEnum):
 
 
 ACTIVE_STATES = frozenset({RunState.CLAIMED, RunState.RUNNING})
-CLAIMABLE_STATES = frozenset({RunState.PENDING, RunState.RETRYING})
 TERMINAL_STATES = frozenset(
     {
         RunState.SUCCEEDED,
@@ -74,10 +73,6 @@ TRANSITIONS: dict[tuple[RunState, RunState], str] = {
 REPLAYABLE_STATES = frozenset(
     {RunState.DEAD_LETTERED, RunState.FAILED, RunState.TIMED_OUT, RunState.CANCELLED}
 )
-
-
-def can_transition(source: RunState, target: RunState) -> bool:
-    return (source, target) in TRANSITIONS
 
 
 class AttemptOutcome(StrEnum):
