@@ -21,7 +21,6 @@ from rota.domain.states import AttemptOutcome, RunState
 from rota.errors import (
     HandlerTransactionsExhausted,
     InvalidArgument,
-    LeaseLost,
     PermanentFailure,
     RotaError,
     RunNotFound,
@@ -41,7 +40,6 @@ __all__ = [
     "InvalidArgument",
     "Job",
     "JobSpec",
-    "LeaseLost",
     "PermanentFailure",
     "RotaError",
     "RunContext",

@@ -71,15 +71,6 @@ class InvalidTransition(RotaError):
         super().__init__(f"cannot {action} run {run_id}: it is {state}")
 
 
-class LeaseLost(RotaError):
-    """A write under a lease changed zero rows: another worker holds a newer fence."""
-
-    def __init__(self, run_id: int, fence: int) -> None:
-        self.run_id = run_id
-        self.fence = fence
-        super().__init__(f"lease on run {run_id} with fence {fence} was lost")
-
-
 class SchemaMismatch(RotaError):
     """The database schema is newer than this rota, or older and not upgraded."""
 
