@@ -32,7 +32,7 @@ from rota.domain.runs import (
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
 from rota.domain.values import check_id, check_instant, check_text
-from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
+from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry
 from rota.store.port import Store
@@ -304,8 +304,3 @@ async def set_limit(store: Store, scope: str, name: str, max_running: int) -> Li
 async def clear_limit(store: Store, scope: str, name: str) -> None:
     if not await store.clear_limit(scope, name):
         raise InvalidArgument("limit", f"{scope}:{name}", "an existing limit (see list_limits)")
-
-
-async def unclaimable(store: Store, clock: Clock, limit: int = 100) -> list[UnclaimableRun]:
-    """Due runs that need tags no live worker serving their queue has."""
-    return await store.unclaimable_runs(clock.db_now(), limit)
