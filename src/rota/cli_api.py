@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.table import Table
 
 from rota.client import DEFAULT_URL, ApiError, RotaClient, ServerUnreachable
+from rota.domain.states import TERMINAL_STATES
 from rota.errors import RotaError
 
 F = TypeVar("F", bound=Callable[..., Any])
 console = Console()
-TERMINAL = {"succeeded", "failed", "timed_out", "cancelled", "dead_lettered"}
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -272,7 +272,7 @@ def _wait_for(client: RotaClient, run_id: int, seconds: float) -> dict[str, Any]
     deadline = time.monotonic() + seconds
     while True:
         run: dict[str, Any] = client.get_run(run_id)["run"]
-        if run["state"] in TERMINAL:
+        if run["state"] in TERMINAL_STATES:  # a StrEnum: the API's state strings match
             return run
         if time.monotonic() > deadline:
             _fail(f"run {run_id} is still {run['state']} after {seconds:g} s")
