@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import sys
 from collections.abc import Callable, Coroutine
@@ -16,9 +15,9 @@ from rich.table import Table
 
 from rota import cli_api, logs, services
 from rota import schedules as schedules_service
-from rota.app import App
 from rota.bootstrap import open_store
 from rota.bootstrap import upgrade as upgrade_schema
+from rota.cli_app import load_app
 from rota.clock import SystemClock
 from rota.config import Settings
 from rota.errors import RotaError, StoreUnavailable
@@ -31,21 +30,6 @@ console = Console()
 def _fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"rota: error: {message}", err=True)
     sys.exit(code)
-
-
-def load_app(target: str) -> App:
-    """``package.module:attribute`` -> the App it names."""
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        _fail(f"--app {target!r}: expected MODULE:ATTRIBUTE, e.g. myproject.tasks:app")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        _fail(f"--app {target!r}: cannot import {module_name!r} ({exc})")
-    app = getattr(module, attribute, None)
-    if not isinstance(app, App):
-        _fail(f"--app {target!r}: {module_name}.{attribute} is not a rota.App")
-    return app
 
 
 def _settings(db: str | None) -> Settings:

@@ -562,7 +562,7 @@ def server(
     ROTA_ENV or --dev says otherwise: then ROTA_JWT_SECRET is required."""
     from rota.api.settings import ApiSettings
     from rota.app import App
-    from rota.cli import load_app
+    from rota.cli_app import load_app
     from rota.errors import StoreUnavailable
     from rota.server import ServerFailed, serve
 
