@@ -15,8 +15,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rota.client import DEFAULT_URL, ApiError, RotaClient, ServerUnreachable
+from rota.client import ApiError, RotaClient, ServerUnreachable
 from rota.domain.states import TERMINAL_STATES
+from rota.endpoint import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_URL
 from rota.errors import RotaError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -535,8 +536,8 @@ def token_create(
 @click.command()
 @click.option("--app", "app_target", default=None, help="MODULE:ATTRIBUTE of your rota.App.")
 @click.option("--db", envvar="ROTA_DATABASE_URL", default=None, help="Database URL.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=5017, show_default=True)
+@click.option("--host", default=DEFAULT_HOST, show_default=True)
+@click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)
 @click.option("--no-worker", is_flag=True, help="Serve the API only; work no runs here.")
 @click.option("--no-leader", is_flag=True, help="Never stand for leader on this node.")
 @click.option("--concurrency", type=int, default=8, show_default=True)

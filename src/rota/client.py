@@ -12,9 +12,8 @@ from typing import Any
 
 import httpx
 
+from rota.endpoint import DEFAULT_URL
 from rota.errors import RotaError
-
-DEFAULT_URL = "http://127.0.0.1:5017"
 
 
 class ApiError(RotaError):

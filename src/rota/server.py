@@ -19,8 +19,6 @@ from rota.app import App
 from rota.bootstrap import open_store
 from rota.redact import redact_url
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 5017
 console = Console(stderr=True)
 
 
