@@ -14,6 +14,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from rota.domain.values import require_aware
+
 
 class Clock(Protocol):
     def now(self) -> datetime:
@@ -65,14 +67,3 @@ class FakeClock:
         require_aware(when, "when")
         with self._lock:
             self._now = when
-
-
-def require_aware(value: datetime, name: str) -> datetime:
-    """Reject naive datetimes: rota never guesses a time zone."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        from rota.errors import InvalidArgument
-
-        raise InvalidArgument(
-            name, value, "an aware datetime (with tzinfo); naive datetimes are ambiguous"
-        )
-    return value.astimezone(UTC)

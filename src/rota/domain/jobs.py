@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TypeVar
 
-from rota.clock import require_aware
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.runs import (
     MAX_SECONDS,
@@ -24,7 +23,13 @@ from rota.domain.runs import (
     check_timeout,
 )
 from rota.domain.triggers import CronTrigger, IntervalTrigger, OnceTrigger, Trigger, describe
-from rota.domain.values import check_instant, check_json_text, check_text, storable_text
+from rota.domain.values import (
+    check_instant,
+    check_json_text,
+    check_text,
+    require_aware,
+    storable_text,
+)
 from rota.errors import InvalidArgument
 
 

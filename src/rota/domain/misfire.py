@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from rota.clock import require_aware
 from rota.domain.triggers import Trigger
+from rota.domain.values import require_aware
 from rota.errors import InvalidArgument
 
 # Counting slots nobody will run is bookkeeping; after a long outage of a dense schedule

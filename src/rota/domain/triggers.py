@@ -14,8 +14,8 @@ from datetime import MAXYEAR, UTC, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from rota.clock import require_aware
 from rota.domain.cron import CronExpression, parse_cron
+from rota.domain.values import require_aware
 from rota.domain.zoned import load_zone, next_fire
 from rota.errors import InvalidArgument
 

@@ -111,6 +111,15 @@ def check_id(name: str, value: object) -> int:
     return value
 
 
+def require_aware(value: datetime, name: str) -> datetime:
+    """Reject naive datetimes: rota never guesses a time zone. Returned in UTC."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(
+            name, value, "an aware datetime (with tzinfo); naive datetimes are ambiguous"
+        )
+    return value.astimezone(UTC)
+
+
 def check_instant(name: str, value: object) -> datetime:
     """An aware instant inside [MIN_INSTANT, MAX_INSTANT), returned in UTC."""
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
