@@ -29,3 +29,12 @@ def test_every_transition_is_drawn_and_every_drawing_is_a_transition():
 def test_terminal_states_have_no_way_out():
     for source, _target in TRANSITIONS:
         assert not source.is_terminal
+
+
+def test_every_file_design_names_is_in_the_repository():
+    text = DESIGN.read_text()
+    links = re.findall(r"\]\(([^)#\s]+)\)", text)
+    named = re.findall(r"`((?:src|tests|docs)/[^`\s]+)`", text)
+    assert links, "the pattern still finds DESIGN.md's links"
+    missing = [path for path in links + named if not (DESIGN.parent / path).exists()]
+    assert missing == []
