@@ -119,7 +119,7 @@ class Worker:
             "worker started", queues=list(self.queues), concurrency=self.options.concurrency
         )
         if (
-            self.store.supports_transactional_completion
+            self.store.supports_handler_transactions
             and self.options.concurrency > self.settings.handler_pool_size
         ):
             self._log.info(
@@ -241,7 +241,7 @@ class Worker:
         self.claimed_total += 1
         spec = self.registry.get(claimed.handler)
         open_tx = None
-        if spec is not None and spec.is_async and self.store.supports_transactional_completion:
+        if spec is not None and spec.is_async and self.store.supports_handler_transactions:
             open_tx = getattr(self.store, "begin_handler_transaction", None)
         ctx = RunContext(
             run_id=claimed.run_id,

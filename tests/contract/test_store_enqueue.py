@@ -11,7 +11,7 @@ import pytest
 from rota.domain.runs import RunFilter
 from rota.domain.states import RunState
 from rota.store.port import Store
-from rota.store.postgres import COPY_THRESHOLD, PostgresStore
+from rota.store.postgres import COPY_THRESHOLD
 
 from .support import T0, at, bounded, claim, claim_one, enqueue_one, new_run, peers
 
@@ -169,14 +169,14 @@ async def test_large_keyed_batch_keeps_order_and_dedupes(store: Store) -> None:
 async def test_large_unkeyed_batch(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """On PostgreSQL a big unkeyed batch goes through COPY; the contract is the same."""
     copies: list[int] = []
-    if isinstance(store, PostgresStore):
-        original = PostgresStore._copy_runs
+    if store.supports_copy:
+        original = type(store)._copy_runs
 
         async def spy(self, conn, runs, now):
             copies.append(len(runs))
             return await original(self, conn, runs, now)
 
-        monkeypatch.setattr(PostgresStore, "_copy_runs", spy)
+        monkeypatch.setattr(type(store), "_copy_runs", spy)
     count = COPY_THRESHOLD + 50
     runs = [
         new_run(
@@ -191,7 +191,7 @@ async def test_large_unkeyed_batch(store: Store, monkeypatch: pytest.MonkeyPatch
         for i in range(count)
     ]
     enqueued = await store.enqueue(runs, T0)
-    if isinstance(store, PostgresStore):
+    if store.supports_copy:
         assert copies == [count], "expected the COPY path"
     assert all(e.created for e in enqueued)
     ids = [e.run_id for e in enqueued]

@@ -62,7 +62,12 @@ class LeaderInfo:
 
 class Store(Protocol):
     dialect: str
-    supports_transactional_completion: bool
+    # Capabilities, set once per store class, so callers test a flag instead of the
+    # store's type or its URL.
+    supports_notify: bool  # LISTEN/NOTIFY wakes idle workers (else they poll often)
+    supports_copy: bool  # large unkeyed batches are written with COPY
+    # ctx.transaction(): a handler's writes and its completion commit together
+    supports_handler_transactions: bool
 
     async def open(self) -> None: ...
 

@@ -142,7 +142,9 @@ async def _complete_on(
 
 class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
     dialect = "postgres"
-    supports_transactional_completion = True
+    supports_notify = True
+    supports_copy = True
+    supports_handler_transactions = True
 
     def __init__(
         self,

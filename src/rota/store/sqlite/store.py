@@ -53,7 +53,9 @@ from rota.store.sqlite.registry import SqliteRegistry
 
 class SqliteStore(SqliteJobs, SqliteRegistry, SqliteApi, RunReads):
     dialect = "sqlite"
-    supports_transactional_completion = False
+    supports_notify = False
+    supports_copy = False
+    supports_handler_transactions = False
 
     def __init__(self, url: str, *, aging_seconds: float = 60.0, poll_seconds: float = 0.05):
         self.url = url
