@@ -9,6 +9,7 @@ import rota
 from rota.domain.states import AttemptOutcome, RunState
 from tests.engine.conftest import working
 from tests.helpers import eventually
+from tests.waiting import wait_for_state
 
 
 async def test_retry_delays_follow_the_policy_then_dead_letter_then_replay(make_app, clock):
@@ -25,22 +26,18 @@ async def test_retry_delays_follow_the_policy_then_dead_letter_then_replay(make_
 
     store = await app.store()
 
-    async def state_of(run_id: int, state: RunState, attempt: int):
-        run = await store.get_run(run_id)
-        return run if run and run.state is state and run.attempt == attempt else None
-
     async with working(app):
         run_id = await app.enqueue_async("flaky", {"x": 1})
-        run = await eventually(lambda: state_of(run_id, RunState.RETRYING, 1), what="attempt 1")
+        run = await wait_for_state(store, run_id, RunState.RETRYING, attempt=1, what="attempt 1")
         assert run.run_at == clock.now() + timedelta(seconds=10)
 
         clock.advance(seconds=10)
-        run = await eventually(lambda: state_of(run_id, RunState.RETRYING, 2), what="attempt 2")
+        run = await wait_for_state(store, run_id, RunState.RETRYING, attempt=2, what="attempt 2")
         assert run.run_at == clock.now() + timedelta(seconds=30)
 
         clock.advance(seconds=30)
-        run = await eventually(
-            lambda: state_of(run_id, RunState.DEAD_LETTERED, 3), what="dead letter"
+        run = await wait_for_state(
+            store, run_id, RunState.DEAD_LETTERED, attempt=3, what="dead letter"
         )
         assert "attempt 3 broke" in run.error
         assert "no attempts left" in run.error
@@ -51,8 +48,8 @@ async def test_retry_delays_follow_the_policy_then_dead_letter_then_replay(make_
         failing["on"] = False
         replay_id = await store.replay(run_id, clock.db_now())
         assert await store.replay(run_id, clock.db_now()) == replay_id  # idempotent
-        replayed = await eventually(
-            lambda: state_of(replay_id, RunState.SUCCEEDED, 1), what="replay to succeed"
+        replayed = await wait_for_state(
+            store, replay_id, RunState.SUCCEEDED, attempt=1, what="replay to succeed"
         )
         assert replayed.replay_of == run_id
         assert replayed.payload == {"x": 1}

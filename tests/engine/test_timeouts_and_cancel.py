@@ -12,11 +12,7 @@ import rota
 from rota.domain.states import AttemptOutcome, RunState
 from tests.engine.conftest import working
 from tests.helpers import eventually
-
-
-async def _run_state(store, run_id, *states):
-    run = await store.get_run(run_id)
-    return run if run and run.state in states else None
+from tests.waiting import wait_for_state
 
 
 @pytest.mark.parametrize("kind", ["async", "sync"])
@@ -38,7 +34,7 @@ async def test_timeout_ends_the_attempt(make_app, kind):
     store = await app.store()
     async with working(app):
         run_id = await app.enqueue_async("stuck", {})
-        run = await eventually(lambda: _run_state(store, run_id, RunState.TIMED_OUT))
+        run = await wait_for_state(store, run_id, RunState.TIMED_OUT)
         release.set()
     assert run.error == "timed out after 0.2 s"
     assert [a.outcome for a in await store.attempts(run_id)] == [AttemptOutcome.TIMED_OUT]
@@ -56,7 +52,7 @@ async def test_timeouts_are_retried_by_default(make_app):
     store = await app.store()
     async with working(app):
         run_id = await app.enqueue_async("slow-then-fast", {})
-        run = await eventually(lambda: _run_state(store, run_id, RunState.SUCCEEDED))
+        run = await wait_for_state(store, run_id, RunState.SUCCEEDED)
     assert run.result == 2
     outcomes = [a.outcome for a in await store.attempts(run_id)]
     assert outcomes == [AttemptOutcome.TIMED_OUT, AttemptOutcome.SUCCEEDED]
@@ -76,12 +72,12 @@ async def test_a_sync_handler_past_its_timeout_keeps_its_slot_until_it_returns(m
     async with working(app, concurrency=1):
         first = await app.enqueue_async("stubborn", {"n": 1})
         second = await app.enqueue_async("stubborn", {"n": 2})
-        await eventually(lambda: _run_state(store, first, RunState.TIMED_OUT))
+        await wait_for_state(store, first, RunState.TIMED_OUT)
         # The one slot is still held by the first thread: the second run waits.
         assert (await store.get_run(second)).state is RunState.PENDING
         assert started == [1]
         release.set()  # the first thread returns; the second run gets the slot
-        await eventually(lambda: _run_state(store, second, RunState.SUCCEEDED))
+        await wait_for_state(store, second, RunState.SUCCEEDED)
     assert started == [1, 2]
 
 
@@ -130,7 +126,7 @@ async def test_cancelling_a_running_run(make_app, kind):
         await eventually(lambda: _as_async(inside.is_set()), what="the handler to start")
         run = await store.request_cancel(run_id, None)
         assert run.cancel_requested
-        run = await eventually(lambda: _run_state(store, run_id, RunState.CANCELLED))
+        run = await wait_for_state(store, run_id, RunState.CANCELLED)
     assert run.error == "cancelled by request"
     assert [a.outcome for a in await store.attempts(run_id)] == [AttemptOutcome.CANCELLED]
 
@@ -152,7 +148,7 @@ async def test_cancelling_a_pending_run_means_it_never_runs(make_app, clock):
     async with working(app):
         clock.advance(minutes=10)
         marker = await app.enqueue_async("later", {})
-        await eventually(lambda: _run_state(store, marker, RunState.SUCCEEDED))
+        await wait_for_state(store, marker, RunState.SUCCEEDED)
     assert calls == [marker]
 
 

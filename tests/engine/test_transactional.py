@@ -13,6 +13,7 @@ from rota.domain.states import RunState
 from tests.apps.proc_app import app as proc_app
 from tests.engine.conftest import working
 from tests.helpers import eventually, read_marks, start_worker, stop_all, wait_until
+from tests.waiting import wait_for_state
 
 pytestmark = pytest.mark.postgres
 
@@ -30,11 +31,6 @@ def _side_effects(url: str) -> list[tuple[int, int]]:
         return conn.execute("SELECT run_id, fence FROM side_effects ORDER BY fence").fetchall()
 
 
-async def _state(store, run_id, state):
-    run = await store.get_run(run_id)
-    return run if run and run.state is state else None
-
-
 async def test_write_and_completion_commit_together(make_app, db_url):
     app = make_app()
 
@@ -47,7 +43,7 @@ async def test_write_and_completion_commit_together(make_app, db_url):
     store = await app.store()
     async with working(app):
         run_id = await app.enqueue_async("write", {})
-        await eventually(lambda: _state(store, run_id, RunState.SUCCEEDED))
+        await wait_for_state(store, run_id, RunState.SUCCEEDED)
     assert _side_effects(db_url) == [(run_id, 1)]
 
 
@@ -63,7 +59,7 @@ async def test_a_failing_handler_rolls_its_write_back(make_app, db_url):
     store = await app.store()
     async with working(app):
         run_id = await app.enqueue_async("write-then-fail", {})
-        await eventually(lambda: _state(store, run_id, RunState.DEAD_LETTERED))
+        await wait_for_state(store, run_id, RunState.DEAD_LETTERED)
     assert _side_effects(db_url) == []
 
 

@@ -15,9 +15,10 @@ from rota.housekeeping import Housekeeper
 from rota.leader import LeaderElector
 from rota.store.port import ClaimRequest, Store
 from rota.supervise import cancel_and_wait
-from tests.contract.support import peers, state_of
+from tests.contract.support import peers
 from tests.faults import FaultyStore
 from tests.helpers import eventually
+from tests.waiting import wait_for_state
 
 # Real-time pacing of the loops (the database clock is the FakeClock): short, so the
 # tests are quick; nothing below depends on how short.
@@ -51,9 +52,7 @@ async def test_a_duty_that_hits_a_dropped_connection_restarts_and_reaping_goes_o
     keeper = Housekeeper(faulty, fast, clock)  # type: ignore[arg-type]
     duties = asyncio.create_task(keeper.run(None))
     try:
-        await eventually(
-            lambda: _is(store, run_id, RunState.PENDING), what="the expired run reaped"
-        )
+        await wait_for_state(store, run_id, RunState.PENDING, what="the expired run reaped")
         assert keeper.restarts.of("leader-reaper") == 2  # each failure seen and counted
         assert not duties.done()  # the duties go on
     finally:
@@ -69,7 +68,7 @@ async def test_one_failing_duty_does_not_stop_the_others(
     keeper = Housekeeper(faulty, fast, clock)  # type: ignore[arg-type]
     duties = asyncio.create_task(keeper.run(None))
     try:
-        await eventually(lambda: _is(store, run_id, RunState.PENDING), what="reaping")
+        await wait_for_state(store, run_id, RunState.PENDING, what="reaping")
     finally:
         await cancel_and_wait(duties, 5)
 
@@ -100,7 +99,7 @@ async def test_a_leader_whose_duties_keep_failing_hands_over(
             # The lease never lapses here (the FakeClock stands still): only a
             # resignation lets b lead, and b's reaper takes the run back.
             await eventually(lambda: _true(b.term is not None), what="b leads")
-            await eventually(lambda: _is(store, run_id, RunState.PENDING), what="reaping")
+            await wait_for_state(store, run_id, RunState.PENDING, what="reaping")
             assert a.resignations >= 1
         finally:
             await cancel_and_wait(a_task, 5)
@@ -131,10 +130,6 @@ async def test_a_swallowed_cancellation_does_not_wedge_the_election(
         )
     finally:
         await cancel_and_wait(task, 5)
-
-
-async def _is(store: Store, run_id: int, state: RunState) -> bool:
-    return await state_of(store, run_id) is state
 
 
 async def _true(value: bool) -> bool:
