@@ -1,0 +1,72 @@
+"""A drain under fire: worker processes work through effect runs (each writes a row
+through ctx.transaction() that commits with its completion) while a fault is injected;
+then every worker must still be the process it was, and the invariants must hold."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chaos import invariants
+from chaos.harness import Context
+
+LEASE = 2.0
+
+
+@dataclass(frozen=True)
+class Drain:
+    runs: int
+    workers: int = 3
+    concurrency: int = 8
+    hold: float = 0.02  # seconds each handler keeps its transaction open
+
+
+def start(ctx: Context, drain: Drain) -> None:
+    invariants.create_effects_table(ctx)
+    for i in range(drain.workers):
+        ctx.start(f"w{i + 1}", lease_seconds=LEASE, concurrency=drain.concurrency)
+    ctx.app.enqueue_many(
+        [{"handler": "effect", "payload": {"hold": drain.hold, "n": n}} for n in range(drain.runs)]
+    )
+
+
+def done_count(ctx: Context) -> int:
+    return int(ctx.scalar("SELECT count(*) FROM rota_runs WHERE state = 'succeeded'"))
+
+
+def run_with_fault(
+    ctx: Context, drain: Drain, fault: Callable[[threading.Event], None], timeout: float
+) -> None:
+    """Start the drain, run ``fault(stop)`` in a thread until the drain is over (or the
+    fault returns), then check that every worker survived and the invariants hold."""
+    start(ctx, drain)
+    pids = {node: proc.pid for node, proc in ctx.processes.items()}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def injector() -> None:
+        try:
+            fault(stop)
+        except BaseException as exc:  # reported below, with the scenario's failures
+            errors.append(exc)
+
+    thread = threading.Thread(target=injector, name="chaos-fault", daemon=True)
+    started = time.monotonic()
+    thread.start()
+    try:
+        ctx.wait_drained(drain.runs, timeout)
+        ctx.figure("drain seconds", round(time.monotonic() - started, 1))
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        ctx.expect(not thread.is_alive(), "the fault injector did not stop within 60 s")
+        ctx.expect(not errors, f"the fault injector failed: {errors!r}")
+        died = ctx.unexpected_exits()
+        ctx.expect(not died, f"worker processes died or were restarted: {died}")
+        same = {node: proc.pid for node, proc in ctx.processes.items()}
+        ctx.expect(same == pids, f"worker processes changed: {pids} -> {same}")
+        ctx.stop_all()
+    invariants.check(ctx, invariants.Expect(runs=drain.runs, effects=True))
+    ctx.figure("runs", drain.runs)
