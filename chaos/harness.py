@@ -265,6 +265,40 @@ class Context:
 
         self.wait(active, timeout, lambda: f"workers {nodes} to register")
 
+    def diagnose(self) -> None:
+        """Evidence for a failure: what the database's sessions are doing, and the runs
+        still held or waiting (added to the notes)."""
+        try:
+            if self.is_postgres:
+                name = self.db_url.rpartition("/")[2]
+                activity = self.sql(
+                    "SELECT pid, application_name, state, wait_event_type, wait_event,"
+                    " round(extract(epoch FROM now() - xact_start)::numeric, 1) AS xact_s,"
+                    " left(query, 80) FROM pg_stat_activity WHERE datname = %s"
+                    " AND application_name <> %s ORDER BY xact_start NULLS LAST",
+                    (name, APPLICATION_NAME),
+                    retry_for=5,
+                )
+                self.notes.append(f"sessions at failure: {activity}")
+                locks = self.sql(
+                    "SELECT l.pid, l.mode, l.granted, c.relname FROM pg_locks l"
+                    " LEFT JOIN pg_class c ON c.oid = l.relation WHERE l.database ="
+                    " (SELECT oid FROM pg_database WHERE datname = %s) AND c.relname"
+                    " NOT LIKE 'pg_%%'",
+                    (name,),
+                    retry_for=5,
+                )
+                self.notes.append(f"locks at failure: {locks}")
+            held = self.sql(
+                "SELECT id, state, worker_id, fence, attempt, lease_expires_at FROM rota_runs"
+                " WHERE state NOT IN ('succeeded') ORDER BY id LIMIT 10",
+                retry_for=5,
+            )
+            self.notes.append(f"unfinished runs at failure: {held}")
+            self.notes.append(f"leader at failure: {self.leader()}")
+        except Exception as exc:  # evidence is best effort; the failure is recorded anyway
+            self.notes.append(f"could not collect evidence: {exc!r}")
+
     def state_counts(self) -> dict[str, int]:
         return dict(self.sql("SELECT state, count(*) FROM rota_runs GROUP BY state"))
 

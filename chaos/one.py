@@ -26,8 +26,10 @@ def main(argv: list[str]) -> int:
         module.run(ctx)
     except ScenarioFailed as exc:
         ctx.failures.append(str(exc))
+        ctx.diagnose()
     except Exception:
         ctx.failures.append("scenario error:\n" + traceback.format_exc(limit=6))
+        ctx.diagnose()
     finally:
         ctx.kill_all()
         ctx.close()

@@ -42,7 +42,9 @@ def run(ctx: Context) -> None:
             for _try in range(6):
                 holder = ctx.wait(ctx.leader, 30, "a leader")[0]
                 target = holder if kind == "leader" else rng.choice([n for n in nodes if n != holder])
-                run_id = pause.give_run_to(ctx, target, nodes, seconds=LEASE)
+                # Still running when stopped (about 1 s after its claim); over by the
+                # time the stopped process resumes, so it goes on to complete it.
+                run_id = pause.give_run_to(ctx, target, nodes, seconds=LEASE + 1)
                 enqueued += 1
                 if run_id is not None:
                     break
@@ -74,6 +76,11 @@ def _pause_holder(
     stopped_at = time.time()
     ctx.signal(target, signal.SIGSTOP)
     try:
+        ctx.require(
+            ctx.scalar("SELECT state FROM rota_runs WHERE id = %s", (run_id,))
+            in ("claimed", "running"),
+            f"harness: run {run_id} was over before {target} was stopped (machine too slow?)",
+        )
         lost_at = ctx.wait(
             lambda: pause.attempt_lost_at(ctx, run_id, 1),
             timeout=30,
