@@ -31,7 +31,9 @@ def run_one(name: str, size: str, keep: Path | None) -> dict[str, Any]:
     module = scenarios.load(name)
     limit = module.TIME_LIMIT[size]
     workdir = Path(tempfile.mkdtemp(prefix=f"rota-chaos-{name}-", dir=keep))
-    db_url = pg.create_database() if module.BACKEND == "postgres" else f"sqlite:///{workdir}/rota.db"
+    db_url = (
+        pg.create_database() if module.BACKEND == "postgres" else f"sqlite:///{workdir}/rota.db"
+    )
     result_path = workdir / "result.json"
     started = time.monotonic()
     print(f"chaos: {name} ({size}, limit {limit} s) in {workdir}", flush=True)

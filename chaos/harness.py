@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
+from tests.apps.proc_app import app as proc_app
+from tests.helpers import read_marks, start_worker
 
 import rota
 from chaos.pg import APPLICATION_NAME
-from tests.apps.proc_app import app as proc_app
-from tests.helpers import read_marks, start_worker
 
 T = TypeVar("T")
 SIZES = ("small", "full")

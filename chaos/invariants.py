@@ -37,17 +37,15 @@ def check(ctx: Context, expect: Expect) -> dict[str, int]:
     violations: dict[str, list[object]] = {
         "runs missing (enqueued but not in the table)": _missing(ctx, expect.runs),
         "runs not done (not succeeded)": ctx.sql(
-            f"SELECT id, state, attempt, error FROM rota_runs WHERE state <> 'succeeded'"
-            f" ORDER BY id LIMIT {EVIDENCE}"
+            "SELECT id, state, attempt, error FROM rota_runs WHERE state <> 'succeeded' ORDER BY id"
         ),
         "runs with two successful attempts": ctx.sql(
             "SELECT run_id, count(*) FROM rota_attempts WHERE outcome = 'succeeded'"
-            f" GROUP BY run_id HAVING count(*) > 1 LIMIT {EVIDENCE}"
+            " GROUP BY run_id HAVING count(*) > 1"
         ),
         "success recorded under a stale fence": ctx.sql(
             "SELECT a.run_id, a.fence, r.fence FROM rota_attempts a JOIN rota_runs r"
             " ON r.id = a.run_id WHERE a.outcome = 'succeeded' AND a.fence <> r.fence"
-            f" LIMIT {EVIDENCE}"
         ),
         "fences not monotonic per run": ctx.sql(
             "SELECT run_id, fence, attempt, prev_attempt FROM ("
@@ -55,23 +53,22 @@ def check(ctx: Context, expect: Expect) -> dict[str, int]:
             "  lag(attempt) OVER w AS prev_attempt, lag(started_at) OVER w AS prev_started"
             " FROM rota_attempts WINDOW w AS (PARTITION BY run_id ORDER BY fence)) t"
             " WHERE attempt < prev_attempt OR started_at < prev_started"
-            f" LIMIT {EVIDENCE}"
         )
         + ctx.sql(
             "SELECT a.run_id, a.fence, r.fence FROM rota_attempts a JOIN rota_runs r"
-            f" ON r.id = a.run_id WHERE a.fence > r.fence LIMIT {EVIDENCE}"
+            " ON r.id = a.run_id WHERE a.fence > r.fence"
         ),
         "runs stuck claimed with an expired lease": _stuck(ctx),
     }
     if expect.never_fail:
         violations["attempts spent by infrastructure faults"] = ctx.sql(
             "SELECT run_id, fence, outcome, substr(error, 1, 160) FROM rota_attempts"
-            f" WHERE outcome IN {SPENT_OUTCOMES} ORDER BY run_id LIMIT {EVIDENCE}"
+            f" WHERE outcome IN {SPENT_OUTCOMES} ORDER BY run_id"
         )
     if expect.no_lost_leases:
         violations["leases lost by live workers"] = ctx.sql(
             "SELECT run_id, fence, worker_id, substr(error, 1, 120) FROM rota_attempts"
-            f" WHERE outcome = 'lost' ORDER BY run_id LIMIT {EVIDENCE}"
+            " WHERE outcome = 'lost' ORDER BY run_id"
         )
     if expect.effects:
         violations.update(_effects(ctx))
@@ -94,13 +91,12 @@ def _stuck(ctx: Context) -> list[object]:
         return ctx.sql(
             "SELECT id, worker_id, lease_expires_at FROM rota_runs"
             " WHERE state IN ('claimed', 'running') AND lease_expires_at < now()"
-            f" LIMIT {EVIDENCE}"
         )
     # SQLite stores instants as text in its own format; after the scenario every run
     # should be finished, so any run still held is stuck.
     return ctx.sql(
         "SELECT id, worker_id, lease_expires_at FROM rota_runs"
-        f" WHERE state IN ('claimed', 'running') LIMIT {EVIDENCE}"
+        " WHERE state IN ('claimed', 'running')"
     )
 
 
@@ -108,20 +104,18 @@ def _effects(ctx: Context) -> dict[str, list[object]]:
     return {
         "effects duplicated": ctx.sql(
             "SELECT run_id, count(*) FROM side_effects GROUP BY run_id HAVING count(*) > 1"
-            f" LIMIT {EVIDENCE}"
         ),
         "succeeded runs without their effect": ctx.sql(
             "SELECT r.id FROM rota_runs r WHERE r.state = 'succeeded'"
             " AND NOT EXISTS (SELECT 1 FROM side_effects e WHERE e.run_id = r.id)"
-            f" LIMIT {EVIDENCE}"
         ),
         "effects of runs that did not succeed": ctx.sql(
             "SELECT e.run_id, r.state FROM side_effects e JOIN rota_runs r ON r.id = e.run_id"
-            f" WHERE r.state <> 'succeeded' LIMIT {EVIDENCE}"
+            " WHERE r.state <> 'succeeded'"
         ),
         "effects committed under a stale fence": ctx.sql(
             "SELECT e.run_id, e.fence, r.fence FROM side_effects e JOIN rota_runs r"
-            f" ON r.id = e.run_id WHERE e.fence <> r.fence LIMIT {EVIDENCE}"
+            " ON r.id = e.run_id WHERE e.fence <> r.fence"
         ),
     }
 

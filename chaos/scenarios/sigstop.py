@@ -41,7 +41,9 @@ def run(ctx: Context) -> None:
         for _ in range(ctx.pick(3, 10)):
             for _try in range(6):
                 holder = ctx.wait(ctx.leader, 30, "a leader")[0]
-                target = holder if kind == "leader" else rng.choice([n for n in nodes if n != holder])
+                target = (
+                    holder if kind == "leader" else rng.choice([n for n in nodes if n != holder])
+                )
                 # Still running when stopped (about 1 s after its claim); over by the
                 # time the stopped process resumes, so it goes on to complete it.
                 run_id = pause.give_run_to(ctx, target, nodes, seconds=LEASE + 1)

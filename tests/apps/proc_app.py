@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,10 @@ async def effect(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, Any
     if payload.get("hold"):
         await asyncio.sleep(payload["hold"])
     return {"fence": ctx.fence}
+
+
+@app.handler("clock")
+async def clock(ctx: rota.RunContext, payload: Any) -> dict[str, Any]:
+    """This process's wall clock (a chaos scenario checks that faketime shifted it)."""
+    mark(ctx, "executed")
+    return {"worker": ctx.worker_id, "time": time.time()}
