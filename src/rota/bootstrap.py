@@ -15,9 +15,23 @@ def make_store(settings: Settings) -> Store:
         return SqliteStore(
             url, aging_seconds=settings.aging_seconds, poll_seconds=settings.sqlite_poll_seconds
         )
-    from rota.store.postgres import PostgresStore
+    from rota.store.postgres import HandlerPoolOptions, PostgresStore, SessionLimits
 
-    return PostgresStore(url, aging_seconds=settings.aging_seconds, pool_size=settings.pool_size)
+    handler_pool = HandlerPoolOptions(
+        size=settings.handler_pool_size,
+        wait_seconds=settings.handler_pool_wait_seconds,
+        limits=SessionLimits(
+            statement=settings.handler_statement_timeout_seconds,
+            lock=settings.handler_lock_timeout_seconds,
+            idle_in_transaction=settings.handler_idle_in_transaction_seconds,
+        ),
+    )
+    return PostgresStore(
+        url,
+        aging_seconds=settings.aging_seconds,
+        pool_size=settings.pool_size,
+        handler_pool=handler_pool,
+    )
 
 
 async def open_store(settings: Settings) -> Store:

@@ -56,6 +56,17 @@ class Settings:
     cancel_grace_seconds: float = 5.0
     auto_migrate: bool = True
     pool_size: int = 4
+    # PostgreSQL: handlers' transactions (ctx.transaction()) get connections from a pool
+    # of their own, so they can never starve lease renewals. At most this many at once
+    # (the default worker concurrency); a handler waits at most handler_pool_wait_seconds
+    # for one, then its attempt ends and is retried without spending an attempt.
+    handler_pool_size: int = 8
+    handler_pool_wait_seconds: float = 10.0
+    # Server-side limits of a handler's transaction: a session idle inside it this long
+    # (a stopped or cut-off process) is ended, its locks released and its work rolled back.
+    handler_idle_in_transaction_seconds: float = 60.0
+    handler_statement_timeout_seconds: float = 300.0
+    handler_lock_timeout_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         check_url(self.database_url)
@@ -73,6 +84,10 @@ class Settings:
             "planner_horizon_seconds",
             "retention_seconds",
             "cancel_grace_seconds",
+            "handler_pool_wait_seconds",
+            "handler_idle_in_transaction_seconds",
+            "handler_statement_timeout_seconds",
+            "handler_lock_timeout_seconds",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -81,7 +96,7 @@ class Settings:
             raise InvalidArgument(
                 "shutdown_grace_seconds", self.shutdown_grace_seconds, "a number of seconds >= 0"
             )
-        for name in ("poison_after", "pool_size"):
+        for name in ("poison_after", "pool_size", "handler_pool_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgument(name, value, "an integer >= 1")

@@ -68,10 +68,6 @@ class LeaseLost(RotaError):
         super().__init__(f"lease on run {run_id} with fence {fence} was lost")
 
 
-class StoreUnavailable(RotaError):
-    """The database cannot be reached (down, refused, or the connection broke)."""
-
-
 class SchemaMismatch(RotaError):
     """The database schema is newer than this rota, or older and not upgraded."""
 
@@ -103,7 +99,29 @@ class PermanentFailure(RotaError):
 
 
 class StoreError(RotaError):
-    """The database refused an operation for a reason other than being unreachable."""
+    """The store failed an operation: it refused it, or (:class:`StoreUnavailable`) it
+    could not be reached. Code that survives store failures catches this one class, so
+    "the database is down" is handled everywhere "the database said no" is."""
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached (down, refused, or the connection broke). A
+    transient failure: the same operation may succeed once the database is back."""
+
+
+class HandlerTransactionsExhausted(StoreUnavailable):
+    """Every connection for handler transactions (``ctx.transaction()``) was in use for
+    longer than the wait allows. Transient, like an unreachable store: the run is tried
+    again without spending an attempt."""
+
+    def __init__(self, size: int, waited_seconds: float) -> None:
+        self.size = size
+        self.waited_seconds = waited_seconds
+        super().__init__(
+            f"no connection for ctx.transaction() within {waited_seconds:g} s: all "
+            f"{size} are held by other handlers (setting handler_pool_size, "
+            f"ROTA_HANDLER_POOL_SIZE; or hold transactions for less time)"
+        )
 
 
 class JobExists(RotaError):

@@ -11,6 +11,7 @@ brief overlap of two leaders does no harm.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -19,21 +20,42 @@ import structlog
 from rota.clock import Clock
 from rota.config import Settings
 from rota.domain.runs import ReapedRun
-from rota.errors import StoreError
+from rota.errors import RotaError
 from rota.planner import Planner, TickReport
 from rota.store.port import Store
+from rota.supervise import GaveUp, Restarts, Sleep, cancel_and_wait, every
 
 log = structlog.get_logger("rota.housekeeping")
 REAP_BATCH = 1000
 PRUNE_BATCH = 5000
 PRUNE_EVERY_SECONDS = 60.0
+# Consecutive failures of one duty after which the leader resigns (see DutiesFailing).
+GIVE_UP_AFTER = 5
+CANCEL_WAIT_SECONDS = 5.0
+
+
+class DutiesFailing(RotaError):
+    """A leader duty failed again and again: this node cannot do the leader's work."""
+
+    def __init__(self, term: int | None) -> None:
+        self.term = term
+        super().__init__(f"leader duties of term {term} keep failing")
 
 
 class Housekeeper:
-    def __init__(self, store: Store, settings: Settings, clock: Clock) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        clock: Clock,
+        restarts: Restarts | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.restarts = restarts or Restarts()
+        self.sleep = sleep
         self.planner = Planner(store, timedelta(seconds=settings.planner_horizon_seconds))
 
     async def plan_once(self, term: int | None = None) -> TickReport:
@@ -95,27 +117,48 @@ class Housekeeper:
     async def _vacuum(self, term: int | None) -> None:
         await self.store.vacuum()
 
-    async def run(self, term: int | None = None) -> None:
-        """Loop over the duties, each at its own pace, until cancelled (when leadership
-        is lost). A failing duty is logged and tried again at its next turn."""
-        duties: list[tuple[float, Callable[[int | None], Awaitable[object]]]] = [
-            (self.settings.planner_interval_seconds, self.plan_once),
-            (self.settings.reap_interval_seconds, self._reap_cycle),
-            (PRUNE_EVERY_SECONDS, self._prune_cycle),
-            (self.settings.vacuum_interval_seconds, self._vacuum),
+    async def run(
+        self, term: int | None = None, still_leading: Callable[[], bool] = lambda: True
+    ) -> None:
+        """Run every duty, each in its own supervised loop at its own pace, while
+        ``still_leading()`` holds (each loop checks it on every turn, so the duties stop
+        by themselves even if a cancellation was swallowed). A failing duty is logged,
+        counted and retried without stopping the others. Returns when leadership ends;
+        raises :class:`DutiesFailing` when a duty failed ``GIVE_UP_AFTER`` times in a
+        row: the node cannot do the leader's work, and should let another node lead."""
+        loops = [
+            asyncio.create_task(
+                every(
+                    f"leader-{name}",
+                    seconds,
+                    functools.partial(duty, term),
+                    self.restarts,
+                    keep_going=still_leading,
+                    give_up_after=GIVE_UP_AFTER,
+                    first_now=True,
+                    sleep=self.sleep,
+                ),
+                name=f"rota-leader-{name}",
+            )
+            for name, seconds, duty in self._duties()
         ]
-        tick = min(every for every, _ in duties)
-        waited = [every for every, _ in duties]  # every duty runs on the first pass
-        while True:
-            for index, (every, duty) in enumerate(duties):
-                if waited[index] < every:
-                    continue
-                waited[index] = 0.0
-                try:
-                    await duty(term)
-                except StoreError as exc:
-                    log.warning(
-                        "housekeeping failed; will retry", duty=duty.__name__, error=str(exc)
-                    )
-            await asyncio.sleep(tick)
-            waited = [w + tick for w in waited]
+        try:
+            # The first loop to end decides: all end when leadership ends, and one
+            # that gave up ends the others.
+            done, _ = await asyncio.wait(loops, return_when=asyncio.FIRST_COMPLETED)
+            for loop in done:
+                if not loop.cancelled() and isinstance(loop.exception(), GaveUp):
+                    raise DutiesFailing(term) from loop.exception()
+        finally:
+            for loop in loops:
+                await cancel_and_wait(loop, CANCEL_WAIT_SECONDS)
+
+    def _duties(
+        self,
+    ) -> list[tuple[str, float, Callable[[int | None], Awaitable[object]]]]:
+        return [
+            ("planner", self.settings.planner_interval_seconds, self.plan_once),
+            ("reaper", self.settings.reap_interval_seconds, self._reap_cycle),
+            ("pruner", PRUNE_EVERY_SECONDS, self._prune_cycle),
+            ("vacuum", self.settings.vacuum_interval_seconds, self._vacuum),
+        ]

@@ -4,12 +4,19 @@ Every node may stand. The holder renews every ttl/3; when its lease lapses (cras
 pause, partition), the next node to ask after expiry takes over with term + 1. Duties
 (planner, reaper, retention) run only while leading, and their writes name the term,
 so a deposed leader that has not noticed yet changes nothing.
+
+The elector watches its duties: duties that stopped while the node still leads (they
+kept failing) make it resign, so another node leads instead of nobody, and it stands
+again after a pause. Losing the lease cancels the duties with a bounded wait, and the
+duties check on every turn that their term is still the elector's, so a duties task
+that swallowed its cancellation cannot wedge the elector or outlive its term.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -18,19 +25,40 @@ import structlog
 from rota.clock import Clock
 from rota.errors import StoreError
 from rota.store.port import Store
+from rota.supervise import Sleep, cancel_and_wait
 
 log = structlog.get_logger("rota.leader")
-Duties = Callable[[int], Coroutine[Any, Any, None]]
+# duties(term, still_leading): run the leader's work until still_leading() is False.
+Duties = Callable[[int, Callable[[], bool]], Coroutine[Any, Any, None]]
 
 
 class LeaderElector:
-    def __init__(self, store: Store, node_id: str, lease_seconds: float, clock: Clock) -> None:
+    def __init__(
+        self,
+        store: Store,
+        node_id: str,
+        lease_seconds: float,
+        clock: Clock,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        cancel_wait_seconds: float | None = None,
+    ) -> None:
         self.store = store
         self.node_id = node_id
         self.lease_seconds = lease_seconds
         self.clock = clock
+        self.sleep = sleep
+        # How long to wait for cancelled duties to end before moving on without them.
+        self.cancel_wait_seconds = (
+            lease_seconds / 3 if cancel_wait_seconds is None else cancel_wait_seconds
+        )
         self.term: int | None = None
         self.changes = 0  # times this node gained or lost leadership
+        self.resignations = 0  # times it gave the lease up because its duties failed
+
+    def holds(self, term: int) -> bool:
+        """Whether this node still leads in ``term`` (as far as it knows)."""
+        return self.term == term
 
     async def attempt(self) -> int | None:
         """Acquire or renew; the term while leading, None otherwise."""
@@ -38,7 +66,7 @@ class LeaderElector:
             term = await self.store.acquire_leadership(
                 self.node_id, self.term, self.lease_seconds, self.clock.db_now()
             )
-        except StoreError as exc:
+        except StoreError as exc:  # unreachable included: we cannot know we still lead
             log.warning("leader lease check failed", node_id=self.node_id, error=str(exc))
             term = None
         if term != self.term:
@@ -54,28 +82,47 @@ class LeaderElector:
 
     async def resign(self) -> None:
         if self.term is not None:
+            term, self.term = self.term, None  # the duties see it at once
             with contextlib.suppress(StoreError):
-                await self.store.resign_leadership(self.node_id, self.term, self.clock.db_now())
-            log.info("leadership released", node_id=self.node_id, term=self.term)
-            self.term = None
+                await self.store.resign_leadership(self.node_id, term, self.clock.db_now())
+            log.info("leadership released", node_id=self.node_id, term=term)
 
     async def run(self, duties: Duties) -> None:
-        """Stand for leader until cancelled; run ``duties(term)`` while leading."""
+        """Stand for leader until cancelled; run ``duties(term, still_leading)`` while
+        leading."""
         running: asyncio.Task[None] | None = None
         running_term: int | None = None
         try:
             while True:
                 term = await self.attempt()
-                if term != running_term and running is not None:
-                    running.cancel()
-                    await asyncio.gather(running, return_exceptions=True)
+                if running is not None and running.done() and term == running_term:
+                    await self._step_down(running, running_term)
+                    running = None
+                    await self.sleep(self.lease_seconds)  # let another node take over
+                    continue
+                if running is not None and (running.done() or term != running_term):
+                    await cancel_and_wait(running, self.cancel_wait_seconds)
                     running = None
                 if term is not None and running is None:
-                    running = asyncio.create_task(duties(term), name="rota-leader-duties")
-                running_term = term if running is not None else None
-                await asyncio.sleep(self.lease_seconds / 3)
+                    still_leading = functools.partial(self.holds, term)
+                    running = asyncio.create_task(
+                        duties(term, still_leading), name=f"rota-leader-duties-{term}"
+                    )
+                    running_term = term
+                await self.sleep(self.lease_seconds / 3)
         finally:
-            if running is not None:
-                running.cancel()
-                await asyncio.gather(running, return_exceptions=True)
+            await cancel_and_wait(running, self.cancel_wait_seconds)
             await self.resign()
+
+    async def _step_down(self, duties: asyncio.Task[None], term: int | None) -> None:
+        """The duties ended while this node leads: they cannot run here. Holding the
+        lease idle would stop planning and reaping for the whole cluster."""
+        self.resignations += 1
+        error = None if duties.cancelled() else duties.exception()
+        log.error(
+            "leader duties stopped; resigning so another node can lead",
+            node_id=self.node_id,
+            term=term,
+            exc_info=error,
+        )
+        await self.resign()

@@ -20,9 +20,11 @@ import structlog
 from rota.domain.runs import LogLine, Outcome
 from rota.errors import StoreError, StoreUnavailable
 from rota.store.port import Store
+from rota.supervise import Restarts, cancel_and_wait, supervise, watched
 
 log = structlog.get_logger("rota.outcomes")
 MAX_BATCH = 500
+CANCEL_WAIT_SECONDS = 5.0
 
 
 @dataclass
@@ -33,16 +35,22 @@ class _Pending:
 
 
 class OutcomeWriter:
-    def __init__(self, store: Store, db_now: Callable[[], datetime | None]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        db_now: Callable[[], datetime | None],
+        restarts: Restarts | None = None,
+    ) -> None:
         self._store = store
         self._db_now = db_now
+        self._restarts = restarts or Restarts()
         self._queue: list[_Pending] = []
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="rota-outcomes")
+        self._task = watched(supervise("outcomes", self._run, self._restarts), "rota-outcomes")
 
     async def record(self, outcome: Outcome, lines: list[LogLine]) -> bool:
         """Queue an outcome; True once written, False if its fence was stale."""
@@ -63,19 +71,18 @@ class OutcomeWriter:
         (at-least-once), never recorded twice."""
         self._closing = True
         self._ready.set()
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="rota-outcomes")
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), timeout)
-        except TimeoutError:
+        task = self._task
+        if task is None:
+            task = self._task = watched(self._run(), "rota-outcomes")
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
             log.warning("outcomes not written before shutdown", count=len(self._queue))
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(task, CANCEL_WAIT_SECONDS)
 
     async def _run(self) -> None:
         while True:
-            await self._ready.wait()
+            if not self._queue and not self._closing:  # a restarted loop may find some
+                await self._ready.wait()
             self._ready.clear()
             while self._queue:
                 await self._flush()
@@ -85,7 +92,21 @@ class OutcomeWriter:
     async def _flush(self) -> None:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
         outcomes = [p.outcome for p in batch]
-        written = await self._write(outcomes)
+        try:
+            written = await self._write(outcomes)
+        except BaseException as exc:
+            # Refused (not unreachable), or cancelled at shutdown: the runs waiting on
+            # this batch learn it, rather than waiting for ever; their leases expire
+            # and the runs are reaped and retried.
+            for p in batch:
+                if p.written.done():
+                    continue
+                if isinstance(exc, asyncio.CancelledError):
+                    p.written.cancel()
+                else:
+                    p.written.set_exception(exc)
+                    p.written.exception()  # retrieved here; the waiter sees it too
+            raise
         lines = [line for p in batch for line in p.lines]
         if lines:
             try:

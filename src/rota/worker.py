@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import socket
-from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,16 +26,18 @@ from rota.domain.limits import Limit, LimitScope
 from rota.domain.runs import ClaimedRun, Lease, check_name, check_positive_int
 from rota.domain.states import RunState
 from rota.domain.workers import WorkerInfo, WorkerState
-from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.errors import InvalidArgument, StoreError
 from rota.execution import execute
 from rota.handlers import Registry
 from rota.housekeeping import Housekeeper
 from rota.leader import LeaderElector
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
+from rota.supervise import Restarts, cancel_and_wait, every, supervise, watched
 
 log = structlog.get_logger("rota.worker")
 MAX_CLAIM_BATCH = 100
+CANCEL_WAIT_SECONDS = 5.0  # how long a cancelled background task gets to end
 
 
 def default_node_id() -> str:
@@ -104,7 +105,9 @@ class Worker:
         self._threads = ThreadPoolExecutor(
             max_workers=options.concurrency, thread_name_prefix=f"rota-{options.node_id}"
         )
-        self._writer = OutcomeWriter(store, clock.db_now)
+        # Failures of this node's background tasks, by task name (for metrics).
+        self.restarts = Restarts()
+        self._writer = OutcomeWriter(store, clock.db_now, self.restarts)
         self._log = log.bind(node_id=options.node_id)
         self.elector: LeaderElector | None = None
         # Claiming is allowed while set; cleared while the registry says "draining".
@@ -121,33 +124,41 @@ class Worker:
         await self._publish_handler_limits()
         await self._register()
         background = [
-            asyncio.create_task(
-                self._every(self.settings.heartbeat_seconds, self.heartbeat), name="rota-leases"
+            watched(
+                every("leases", self.settings.heartbeat_seconds, self.heartbeat, self.restarts),
+                name="rota-leases",
             ),
-            asyncio.create_task(
-                self._every(self.settings.worker_heartbeat_seconds, self.registry_heartbeat),
+            watched(
+                every(
+                    "registry",
+                    self.settings.worker_heartbeat_seconds,
+                    self.registry_heartbeat,
+                    self.restarts,
+                ),
                 name="rota-registry",
             ),
         ]
         if self.options.leader:
-            keeper = Housekeeper(self.store, self.settings, self.clock)
-            self.elector = LeaderElector(
-                self.store, self.options.node_id, self.settings.leader_lease_seconds, self.clock
-            )
-            background.append(asyncio.create_task(self.elector.run(keeper.run), name="rota-leader"))
-        stopping = asyncio.create_task(stop.wait())
+            background.append(watched(self._stand_for_leader(), name="rota-leader"))
+        stopping = watched(stop.wait(), name="rota-stop")
         try:
-            await self._claim_loop(stopping)
+            await supervise("claims", lambda: self._claim_loop(stopping), self.restarts)
         finally:
-            stopping.cancel()
+            await cancel_and_wait(stopping, CANCEL_WAIT_SECONDS)
             await self._shut_down()
             for task in background:
-                task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
+                await cancel_and_wait(task, CANCEL_WAIT_SECONDS)
             self._threads.shutdown(wait=False, cancel_futures=True)
             with contextlib.suppress(StoreError):
                 await self.store.deregister_worker(self.options.node_id)
             self._log.info("worker stopped", claimed=self.claimed_total)
+
+    async def _stand_for_leader(self) -> None:
+        keeper = Housekeeper(self.store, self.settings, self.clock, self.restarts)
+        self.elector = elector = LeaderElector(
+            self.store, self.options.node_id, self.settings.leader_lease_seconds, self.clock
+        )
+        await supervise("election", lambda: elector.run(keeper.run), self.restarts)
 
     async def _claim_loop(self, stopping: asyncio.Task[Any]) -> None:
         backoff = 0.05
@@ -171,7 +182,7 @@ class Worker:
                     self.clock.db_now(),
                 )
                 backoff = 0.05
-            except StoreUnavailable as exc:
+            except StoreError as exc:
                 self._log.warning("claim failed; retrying", error=str(exc), backoff=backoff)
                 await self._first(stopping, asyncio.sleep(backoff))
                 backoff = min(backoff * 2, 5.0)
@@ -202,15 +213,16 @@ class Worker:
 
     @staticmethod
     async def _first(stopping: asyncio.Task[Any], awaitable: Any) -> None:
-        """Wait for ``awaitable`` or for the stop signal, whichever comes first."""
+        """Wait for ``awaitable`` or for the stop signal, whichever comes first; an
+        error of ``awaitable`` is raised here."""
         waiter = asyncio.ensure_future(awaitable)
         try:
             await asyncio.wait({waiter, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not waiter.done():
-                waiter.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiter
+                await cancel_and_wait(waiter, CANCEL_WAIT_SECONDS)
+        if not waiter.cancelled():
+            waiter.result()
 
     async def _wait_slot(self) -> None:
         await self._slot_freed.wait()
@@ -238,9 +250,9 @@ class Worker:
         held = _Held(claimed, ctx)
         self._held[claimed.run_id] = held
         self._busy += 1
-        self._tasks[claimed.run_id] = asyncio.create_task(
-            self._run_one(held), name=f"rota-run-{claimed.run_id}"
-        )
+        # watched: an error escaping the run (a bug, or a store failure nobody caught)
+        # is logged when it happens, not as "Task exception was never retrieved".
+        self._tasks[claimed.run_id] = watched(self._run_one(held), f"rota-run-{claimed.run_id}")
 
     async def _run_one(self, held: _Held) -> None:
         claimed, ctx = held.claimed, held.ctx
@@ -323,16 +335,6 @@ class Worker:
         self._slot_freed.set()
 
     # -- leases -------------------------------------------------------------
-    async def _every(self, seconds: float, beat: Callable[[], Awaitable[None]]) -> None:
-        """Call ``beat`` every ``seconds`` for the worker's life. A bug in one beat is
-        logged, not fatal to the loop: a loop that died would let every lease expire."""
-        while True:
-            await asyncio.sleep(seconds)
-            try:
-                await beat()
-            except Exception:  # noqa: BLE001 - logged with its traceback, then next beat
-                self._log.exception("heartbeat failed", beat=beat.__name__)
-
     async def heartbeat(self) -> None:
         """Renew every held lease at once; act on lost leases and cancel requests."""
         held = [h for h in self._held.values() if not h.released]
@@ -414,9 +416,13 @@ class Worker:
         for h in leftovers:
             h.released = True
             h.ctx.cancelled.set()
-        for task in list(self._tasks.values()):
+        running = list(self._tasks.values())
+        for task in running:
             task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if running:
+            _, stuck = await asyncio.wait(running, timeout=self.settings.cancel_grace_seconds)
+            if stuck:  # a handler swallowed its cancellation: do not wait on it forever
+                self._log.error("runs did not stop when cancelled", count=len(stuck))
         await self._writer.close()
         if leftovers:
             try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -47,6 +48,61 @@ CONNECT_OPTIONS: dict[str, Any] = {
     "keepalives_count": 3,
     "connect_timeout": 5,
 }
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """Server-side limits of one kind of rota session, in seconds (0: none).
+
+    They end a transaction or a wait that a stopped or cut-off process would otherwise
+    hold for ever: ``idle_in_transaction`` ends a session that sits in an open
+    transaction (a SIGSTOPped worker that holds row locks), ``lock_timeout`` bounds a
+    wait for another session's lock, ``statement`` bounds one statement."""
+
+    statement: float
+    lock: float
+    idle_in_transaction: float
+
+    def options(self) -> str:
+        """The libpq ``options`` that set these (and UTC) when a session starts."""
+        settings = {
+            "timezone": "UTC",
+            "statement_timeout": _ms(self.statement),
+            "lock_timeout": _ms(self.lock),
+            "idle_in_transaction_session_timeout": _ms(self.idle_in_transaction),
+        }
+        return " ".join(f"-c {name}={value}" for name, value in settings.items())
+
+
+def _ms(seconds: float) -> str:
+    return str(round(seconds * 1000))
+
+
+# The hot path (claims, renewals, completions, the leader's duties, reads) runs single
+# statements in autocommit, and its few transactions are short: a session idle inside
+# one for long has stalled. Nothing there should wait long for a lock either: a renewal
+# that waits is retried at the next beat rather than queueing behind a stuck session.
+HOT_PATH_LIMITS = SessionLimits(statement=60, lock=10, idle_in_transaction=10)
+# Migrations may rewrite big tables; waiting for other sessions' locks is bounded so a
+# start-up does not hang behind a long transaction without saying so.
+MIGRATION_LIMITS = SessionLimits(statement=0, lock=60, idle_in_transaction=600)
+# LISTEN holds no transaction and no lock: no limits needed, and a statement timeout
+# would only end a healthy wait.
+LISTEN_LIMITS = SessionLimits(statement=0, lock=0, idle_in_transaction=0)
+
+
+@dataclass(frozen=True)
+class HandlerPoolOptions:
+    """The pool that lends connections to handlers (``ctx.transaction()``): at most
+    ``size`` at once, a handler waits at most ``wait_seconds`` for one, and its
+    sessions carry ``limits``."""
+
+    size: int = 8
+    wait_seconds: float = 10.0
+    limits: SessionLimits = SessionLimits(statement=300, lock=30, idle_in_transaction=60)
+
+
+DEFAULT_HANDLER_POOL = HandlerPoolOptions()
 
 
 def _columns(runs: Sequence[NewRun]) -> dict[str, list[Any]]:

@@ -88,9 +88,15 @@ class PgRegistry(PgBase):
         # Autovacuum may be off or too slow for a queue's churn (ANCHORS: claim throughput
         # fell 70% in 40 s without it). VACUUM needs autocommit, which pool connections
         # have; it does not block readers or writers.
+        # The hot path's statement timeout (a minute) is not meant for VACUUM, which
+        # may take longer on a big table; RESET returns to the session's own limits.
         async with self._conn() as conn:
-            await conn.execute("VACUUM (ANALYZE) rota_runs")
-            await conn.execute("VACUUM rota_attempts, rota_run_logs, rota_jobs, rota_workers")
+            await conn.execute("SET statement_timeout = 0")
+            try:
+                await conn.execute("VACUUM (ANALYZE) rota_runs")
+                await conn.execute("VACUUM rota_attempts, rota_run_logs, rota_jobs, rota_workers")
+            finally:
+                await conn.execute("RESET statement_timeout")
 
     # -- the limited claim path (see ADR 0008) -----------------------------
     async def _limits(self, conn: psycopg.AsyncConnection[Any]) -> Limits:

@@ -33,6 +33,7 @@ from rota.domain.runs import (
 )
 from rota.domain.states import RunState
 from rota.errors import (
+    HandlerTransactionsExhausted,
     InvalidTransition,
     RunNotFound,
     StoreError,
@@ -42,8 +43,13 @@ from rota.store.port import ClaimRequest, SchemaStatus
 from rota.store.postgres.api import PgApi
 from rota.store.postgres.base import (
     CONNECT_OPTIONS,
+    DEFAULT_HANDLER_POOL,
+    HOT_PATH_LIMITS,
+    LISTEN_LIMITS,
+    MIGRATION_LIMITS,
     MIGRATION_LOCK,
     NOTIFY_CHANNEL,
+    HandlerPoolOptions,
     Q,
     _columns,
     _first_line,
@@ -56,6 +62,7 @@ from rota.store.postgres.jobs import PgJobs
 from rota.store.postgres.registry import PgRegistry
 from rota.store.queries import latest_version, load_migrations
 from rota.store.reading import RunReads
+from rota.supervise import Restarts, cancel_and_wait, supervise, watched
 
 log = structlog.get_logger("rota.store.postgres")
 
@@ -115,20 +122,45 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
     dialect = "postgres"
     supports_transactional_completion = True
 
-    def __init__(self, url: str, *, aging_seconds: float = 60.0, pool_size: int = 4) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        aging_seconds: float = 60.0,
+        pool_size: int = 4,
+        handler_pool: HandlerPoolOptions = DEFAULT_HANDLER_POOL,
+    ) -> None:
         self.url = url
         self.aging_seconds = aging_seconds
+        # Two pools: handlers' transactions (ctx.transaction()) may be held for as long
+        # as a handler runs, so they never take the connections that claims, renewals
+        # and completions need; a worker whose handlers hold every connection would
+        # otherwise lose its leases while it is healthy.
         self._pool = psycopg_pool.AsyncConnectionPool(
             url,
             min_size=1,
             max_size=max(pool_size, 2),
             open=False,
-            kwargs={"autocommit": True, **CONNECT_OPTIONS, "options": "-c timezone=UTC"},
+            kwargs={"autocommit": True, **CONNECT_OPTIONS, "options": HOT_PATH_LIMITS.options()},
             timeout=10,
+        )
+        self.handler_pool = handler_pool
+        self._handler_pool = psycopg_pool.AsyncConnectionPool(
+            url,
+            min_size=0,
+            max_size=handler_pool.size,
+            open=False,
+            kwargs={
+                "autocommit": True,
+                **CONNECT_OPTIONS,
+                "options": handler_pool.limits.options(),
+            },
+            timeout=handler_pool.wait_seconds,
         )
         self._wakeup = asyncio.Event()
         self._limits_cache: tuple[float, Limits] | None = None
         self._listener: asyncio.Task[None] | None = None
+        self.restarts = Restarts()  # failures of the store's own background task
 
     # -- lifecycle ----------------------------------------------------------
     async def open(self) -> None:
@@ -148,13 +180,12 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {_redact(self.url)}: no connection within 10 s"
             ) from exc
+        await self._handler_pool.open(wait=False)  # connects on a handler's first use
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
-            self._listener = None
+        await cancel_and_wait(self._listener, 5.0)
+        self._listener = None
+        await self._handler_pool.close()
         await self._pool.close()
 
     # -- schema -------------------------------------------------------------
@@ -164,9 +195,14 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
 
     async def migrate(self) -> list[int]:
         applied: list[int] = []
-        async with self._conn() as conn:
-            await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
-            try:
+        # A connection of its own, with limits for long schema changes (the pool's are
+        # for the hot path).
+        with _translated():
+            conn = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, **CONNECT_OPTIONS, options=MIGRATION_LIMITS.options()
+            )
+            async with conn:
+                await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
                 current = await _current_version(conn)
                 for migration in load_migrations(self.dialect)[current:]:
                     async with conn.transaction():
@@ -176,8 +212,7 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
                             (migration.version, migration.name),
                         )
                     applied.append(migration.version)
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+                # The session-level lock ends with the connection.
         return applied
 
     # -- hot path -----------------------------------------------------------
@@ -266,8 +301,13 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
 
     async def begin_handler_transaction(self) -> PostgresHandlerTransaction:
         stack = AsyncExitStack()
+        try:
+            conn = await stack.enter_async_context(self._handler_pool.connection())
+        except psycopg_pool.PoolTimeout as exc:
+            raise HandlerTransactionsExhausted(
+                self.handler_pool.size, self.handler_pool.wait_seconds
+            ) from exc
         with _translated():
-            conn = await stack.enter_async_context(self._pool.connection())
             await stack.enter_async_context(conn.transaction())
         return PostgresHandlerTransaction(conn, stack)
 
@@ -312,7 +352,9 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
 
     async def wait_for_work(self, timeout: float) -> None:
         if self._listener is None:
-            self._listener = asyncio.create_task(self._listen(), name="rota-listen")
+            self._listener = watched(
+                supervise("listen", self._listen, self.restarts), "rota-listen"
+            )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout)
         self._wakeup.clear()
@@ -324,7 +366,7 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
-                    self.url, autocommit=True, **CONNECT_OPTIONS
+                    self.url, autocommit=True, **CONNECT_OPTIONS, options=LISTEN_LIMITS.options()
                 ) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     backoff = 0.1

@@ -1,0 +1,186 @@
+"""Supervision of the tasks that run for a node's whole life.
+
+A background task that dies must be seen, logged, counted and restarted, never left as
+a silent reference: a heartbeat loop that ended lets every lease expire, a leader duty
+that ended stops planning for the whole cluster. Three tools, used everywhere rota
+starts such a task:
+
+- :func:`supervise` runs a body that is meant to run forever and restarts it when it
+  raises, with capped exponential backoff and jitter;
+- :func:`every` runs one turn of a periodic task at its pace; a turn that raises is
+  logged and counted and the next one comes sooner (backoff capped at the interval);
+- :func:`cancel_and_wait` cancels a task and waits for it with a bound. A cancellation
+  can be swallowed (asyncio ``wait_for`` on Python 3.11 inside a pool wait), and an
+  unbounded wait for such a task wedges its caller forever.
+
+Failures are counted per task name in a :class:`Restarts` object, which a metrics
+endpoint can expose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger("rota.supervise")
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class Restarts:
+    """How many times each supervised task failed (and was restarted or retried)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def add(self, task: str) -> int:
+        self._counts[task] = self._counts.get(task, 0) + 1
+        return self._counts[task]
+
+    def of(self, task: str) -> int:
+        return self._counts.get(task, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        return dict(self._counts)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Capped exponential backoff with "equal jitter": the n-th consecutive failure
+    waits between half and all of ``min(cap, first * 2**(n-1))``, so many nodes that
+    failed together (a database restart) do not all come back in the same instant."""
+
+    first: float = 0.1
+    cap: float = 30.0
+
+    def delay(self, failures: int, draw: Callable[[], float] = random.random) -> float:
+        ceiling = min(self.cap, self.first * 2.0 ** max(failures - 1, 0))
+        return ceiling / 2 + draw() * ceiling / 2
+
+
+class GaveUp(Exception):
+    """A periodic task failed ``failures`` times in a row and its owner asked it to stop
+    trying (a leader whose duties cannot run resigns rather than hold the lease idle)."""
+
+    def __init__(self, task: str, failures: int) -> None:
+        self.task = task
+        self.failures = failures
+        super().__init__(f"{task} failed {failures} times in a row")
+
+
+def _failed(task: str, restarts: Restarts, exc: BaseException, **fields: Any) -> int:
+    count = restarts.add(task)
+    # The traceback says where; locals are never rendered (they may hold payloads).
+    log.error("task failed", task=task, failures_total=count, exc_info=exc, **fields)
+    return count
+
+
+async def supervise(
+    task: str,
+    body: Callable[[], Awaitable[None]],
+    restarts: Restarts,
+    *,
+    backoff: Backoff = Backoff(),
+    sleep: Sleep = asyncio.sleep,
+) -> None:
+    """Run ``body`` until it returns or the caller is cancelled; when it raises, log
+    the error with its traceback, count it, wait, and run it again. Consecutive
+    failures wait longer; a body that ran for at least ``backoff.cap`` before failing
+    starts the count afresh."""
+    loop = asyncio.get_running_loop()
+    failures = 0
+    while True:
+        started = loop.time()
+        try:
+            await body()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - logged with its cause, then restarted
+            failures = 1 if loop.time() - started >= backoff.cap else failures + 1
+            delay = backoff.delay(failures)
+            _failed(task, restarts, exc, restart_in=round(delay, 3))
+            await sleep(delay)
+        else:
+            return
+
+
+async def every(
+    task: str,
+    seconds: float,
+    turn: Callable[[], Awaitable[object]],
+    restarts: Restarts,
+    *,
+    keep_going: Callable[[], bool] = lambda: True,
+    give_up_after: int | None = None,
+    first_now: bool = False,
+    sleep: Sleep = asyncio.sleep,
+) -> None:
+    """Call ``turn`` every ``seconds`` while ``keep_going()`` holds (checked before
+    every turn, so a loop whose cancellation was swallowed still ends by itself).
+
+    A turn that raises is logged and counted, and the next one comes after a backoff
+    capped at ``seconds`` (a failed lease renewal is retried sooner, not later). After
+    ``give_up_after`` consecutive failures, raise :class:`GaveUp`.
+    """
+    backoff = Backoff(first=min(0.1, seconds), cap=seconds)
+    failures = 0
+    if not first_now:
+        await sleep(seconds)
+    while keep_going():
+        try:
+            await turn()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failures += 1
+            _failed(task, restarts, exc, consecutive=failures)
+            if give_up_after is not None and failures >= give_up_after:
+                raise GaveUp(task, failures) from exc
+            await sleep(backoff.delay(failures))
+            continue
+        failures = 0
+        await sleep(seconds)
+
+
+async def cancel_and_wait(task: asyncio.Task[Any] | None, timeout: float, name: str = "") -> bool:
+    """Cancel ``task`` and wait at most ``timeout`` seconds for it to end; True if it
+    ended. One that did not (it swallowed the cancellation) is logged loudly and left
+    behind: its owner moves on, and the task must stop by itself (rota's loops check
+    that they are still wanted on every turn). Whatever it ends with later is logged,
+    never left as "Task exception was never retrieved"."""
+    if task is None:
+        return True
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        log.error(
+            "task did not stop when cancelled; moving on without it",
+            task=name or task.get_name(),
+            waited_seconds=timeout,
+        )
+        task.add_done_callback(retrieve)
+        return False
+    retrieve(task)
+    return True
+
+
+def retrieve(task: asyncio.Task[Any]) -> None:
+    """Collect a finished task's exception (logging it), so asyncio never reports it as
+    never retrieved. Usable as a done callback."""
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error("background task ended with an error", task=task.get_name(), exc_info=exc)
+
+
+def watched(coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
+    """A task whose failure is logged when it ends, even if nobody awaits it."""
+    task = asyncio.ensure_future(coro)
+    task.set_name(name)
+    task.add_done_callback(retrieve)
+    return task

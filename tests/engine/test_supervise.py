@@ -1,0 +1,93 @@
+"""The supervision helpers: restart with backoff, retry a periodic turn, bounded
+cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rota.supervise import Backoff, GaveUp, Restarts, cancel_and_wait, every, supervise
+
+
+async def _no_wait(seconds: float) -> None:
+    await asyncio.sleep(0)
+
+
+async def test_supervise_restarts_a_failing_body_until_it_returns():
+    restarts = Restarts()
+    runs = 0
+
+    async def body() -> None:
+        nonlocal runs
+        runs += 1
+        if runs < 4:
+            raise RuntimeError("boom")
+
+    await supervise("flaky", body, restarts, sleep=_no_wait)
+    assert runs == 4
+    assert restarts.snapshot() == {"flaky": 3}
+
+
+async def test_every_retries_failed_turns_and_gives_up_when_asked():
+    restarts = Restarts()
+
+    async def turn() -> None:
+        raise RuntimeError("down")
+
+    with pytest.raises(GaveUp) as caught:
+        await every("beat", 1.0, turn, restarts, give_up_after=3, sleep=_no_wait)
+    assert caught.value.failures == 3
+    assert restarts.of("beat") == 3
+
+
+async def test_every_stops_by_itself_once_no_longer_wanted():
+    turns = 0
+
+    async def turn() -> None:
+        nonlocal turns
+        turns += 1
+
+    await every("beat", 1.0, turn, Restarts(), keep_going=lambda: turns < 5, sleep=_no_wait)
+    assert turns == 5
+
+
+def test_backoff_grows_to_its_cap_with_jitter_below_it():
+    backoff = Backoff(first=0.1, cap=1.0)
+    assert [backoff.delay(n, lambda: 1.0) for n in (1, 2, 3, 4, 5, 9)] == [
+        0.1,
+        0.2,
+        0.4,
+        0.8,
+        1.0,
+        1.0,
+    ]
+    assert backoff.delay(3, lambda: 0.0) == 0.2  # never less than half
+
+
+async def test_cancel_and_wait_moves_on_from_a_task_that_swallows_its_cancellation():
+    release = asyncio.Event()
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            assert task is not None
+            task.uncancel()
+        await release.wait()
+        raise RuntimeError("ended badly, later")
+
+    task = asyncio.create_task(stubborn())
+    await asyncio.sleep(0)
+    assert await cancel_and_wait(task, timeout=0.05) is False
+    release.set()
+    await asyncio.wait({task}, timeout=10)
+    assert task.done()  # its error was retrieved (logged), not left for asyncio to report
+
+
+async def test_cancel_and_wait_on_an_ordinary_task():
+    task = asyncio.create_task(asyncio.Event().wait())
+    await asyncio.sleep(0)
+    assert await cancel_and_wait(task, timeout=10) is True
+    assert task.cancelled()
