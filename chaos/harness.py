@@ -23,6 +23,7 @@ from chaos.pg import APPLICATION_NAME
 
 T = TypeVar("T")
 SIZES = ("small", "full")
+UNRETRIEVED = "Task exception was never retrieved"
 
 
 class ScenarioFailed(AssertionError):
@@ -166,6 +167,16 @@ class Context:
         self.expect(not died, f"worker processes exited on their own: {', '.join(died)}")
         for node in list(self.processes):
             self.stop(node)
+        self.check_logs()
+
+    def check_logs(self) -> None:
+        """A background task that died unseen leaves asyncio's complaint in the log."""
+        unseen = {
+            node: text.count(UNRETRIEVED)
+            for node in self.processes
+            if UNRETRIEVED in (text := self.log_text(node))
+        }
+        self.expect(not unseen, f'"{UNRETRIEVED}" in worker logs: {unseen}')
 
     # -- the database ---------------------------------------------------------
     @property

@@ -127,3 +127,9 @@ def _attempt_figures(ctx: Context) -> None:
         "runs needing more than one attempt",
         ctx.scalar("SELECT count(*) FROM rota_runs WHERE attempt > 1"),
     )
+    twice_lost = ctx.sql(
+        "SELECT run_id, count(*) FROM rota_attempts WHERE outcome = 'lost'"
+        " GROUP BY run_id HAVING count(*) > 1 ORDER BY run_id"
+    )
+    if twice_lost:
+        ctx.figure("runs that lost their worker more than once", len(twice_lost))

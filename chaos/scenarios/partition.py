@@ -90,9 +90,9 @@ def _run(ctx: Context, proxy: PartitionProxy) -> None:
             30,
             f"{cut_off} to report to the registry again after the partition healed",
         )
+        stopped_at = time.time()  # the others resign as they stop: measure from here
         for node in others:
             ctx.stop(node)
-        stopped_at = time.time()
         info = ctx.wait(lambda: _leads(ctx, cut_off), 30, f"{cut_off} to lead again")
         relead.append(info[2] - stopped_at)
         check_id = ctx.app.enqueue("record", {"after": rep})
@@ -112,7 +112,7 @@ def _run(ctx: Context, proxy: PartitionProxy) -> None:
     late = [round(s, 2) for s in takeovers if s > bound]
     ctx.expect(not late, f"runs taken back later than {bound} s: {late}")
     ctx.timings("a healthy node leads after, s", failovers)
-    ctx.timings("the healed node leads again after the others stop, s", relead)
+    ctx.timings("the healed node leads again after the others start stopping, s", relead)
     ctx.figure("late completions refused, by how", refusals)
     ctx.figure("connections through the proxy", proxy.connections)
     invariants.check(ctx, invariants.Expect(runs=enqueued))
