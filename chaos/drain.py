@@ -13,6 +13,7 @@ from chaos import invariants
 from chaos.harness import Context
 
 LEASE = 2.0
+DECLARED_DEAD = "worker stopped heartbeating; declared dead"
 
 
 @dataclass(frozen=True)
@@ -70,3 +71,6 @@ def run_with_fault(
         ctx.stop_all()
     invariants.check(ctx, invariants.Expect(runs=drain.runs, effects=True))
     ctx.figure("runs", drain.runs)
+    # Every worker stayed alive (checked above): any "declared dead" was a live one.
+    declared = sum(ctx.log_text(node).count(DECLARED_DEAD) for node in ctx.processes)
+    ctx.figure("live workers declared dead by the leader (log lines)", declared)
