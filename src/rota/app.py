@@ -131,6 +131,9 @@ class App:
             opening = self._stores.get(loop)
             if opening is None:
                 opening = loop.create_task(open_store(self.settings), name="rota-open-store")
+                # Its error reaches every caller; should they all be gone (cancelled),
+                # it is still retrieved, never reported as "never retrieved".
+                opening.add_done_callback(_retrieve_quietly)
                 self._stores[loop] = opening
         try:
             return await asyncio.shield(opening)
@@ -439,6 +442,11 @@ class App:
                 sync.call(store.close())
             sync.stop()
             self._sync = None
+
+
+def _retrieve_quietly(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 async def _opened(opening: asyncio.Task[Store] | None) -> Store | None:

@@ -15,10 +15,13 @@ from rota.context import RunContext
 from rota.domain.retry import DEFAULT_POLICY, GiveUp, decide
 from rota.domain.runs import ClaimedRun, Outcome, encode_json
 from rota.domain.states import AttemptOutcome, RunState
-from rota.errors import InvalidArgument, PermanentFailure
+from rota.errors import InvalidArgument, PermanentFailure, StoreUnavailable
 from rota.handlers import HandlerSpec
 
 log = structlog.get_logger("rota.execution")
+# An attempt the database failed is retried after this long, whatever the handler's
+# retry policy says (the policy is about the handler's own failures).
+INFRASTRUCTURE_RETRY_SECONDS = 1.0
 
 
 @dataclass
@@ -112,6 +115,8 @@ async def execute(
     except PermanentFailure as exc:
         return Finished(_final(claimed, RunState.FAILED, AttemptOutcome.FAILED, _error_text(exc)))
     except Exception as exc:  # noqa: BLE001 - a handler may raise anything; each is an outcome
+        if is_infrastructure_failure(exc, ctx):
+            return Finished(infrastructure_outcome(claimed, exc))
         return Finished(failure_outcome(spec, claimed, AttemptOutcome.FAILED, _error_text(exc)))
     if ctx.is_cancelled():  # the handler saw ctx.cancelled and returned early
         return Finished(_cancelled(claimed))
@@ -127,6 +132,34 @@ async def execute(
             AttemptOutcome.SUCCEEDED,
             result_json=result_json,
         )
+    )
+
+
+def is_infrastructure_failure(exc: BaseException, ctx: RunContext) -> bool:
+    """Did the attempt fail because the database could not be reached, rather than
+    because of the handler? Yes when the store said so (StoreUnavailable, also when the
+    handler wrapped it), or when the connection of the handler's transaction broke
+    (the driver's error is the handler's to see; the broken link is what counts)."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a short walk along the causes, never a cycle
+        if seen is None:
+            break
+        if isinstance(seen, StoreUnavailable):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    transaction = ctx._transaction
+    return transaction is not None and bool(transaction.connection_lost())
+
+
+def infrastructure_outcome(claimed: ClaimedRun, exc: BaseException) -> Outcome:
+    """Retry soon, and give the attempt back (the store does, for this outcome)."""
+    return Outcome(
+        claimed.run_id,
+        claimed.fence,
+        RunState.RETRYING,
+        AttemptOutcome.INFRASTRUCTURE,
+        error=f"infrastructure (attempt not counted): {_error_text(exc)}",
+        retry_delay=INFRASTRUCTURE_RETRY_SECONDS,
     )
 
 

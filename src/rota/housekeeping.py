@@ -23,7 +23,7 @@ from rota.domain.runs import ReapedRun
 from rota.errors import RotaError
 from rota.planner import Planner, TickReport
 from rota.store.port import Store
-from rota.supervise import GaveUp, Restarts, Sleep, cancel_and_wait, every
+from rota.supervise import GaveUp, Restarts, Sleep, cancel_all_and_wait, every
 
 log = structlog.get_logger("rota.housekeeping")
 REAP_BATCH = 1000
@@ -150,8 +150,7 @@ class Housekeeper:
                 if not loop.cancelled() and isinstance(loop.exception(), GaveUp):
                     raise DutiesFailing(term) from loop.exception()
         finally:
-            for loop in loops:
-                await cancel_and_wait(loop, CANCEL_WAIT_SECONDS)
+            await cancel_all_and_wait(loops, CANCEL_WAIT_SECONDS)
 
     def _duties(
         self,

@@ -59,6 +59,23 @@ class OutcomeWriter:
         self._ready.set()
         return await pending.written
 
+    async def settle(self, outcome: Outcome, fallback: Outcome) -> bool:
+        """A commit of ``outcome`` broke mid-way (it may have landed or not). Once the
+        database answers: True if it landed; if not, record ``fallback`` (same fence)
+        instead. Either way the run is settled now, not when its lease runs out."""
+        delay = 0.05
+        while True:
+            try:
+                landed = await self._store.recorded_outcomes([outcome])
+            except StoreUnavailable as exc:
+                log.warning("checking an interrupted commit failed; retrying", error=str(exc))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            if outcome.run_id in landed:
+                return True
+            return await self.record(fallback, [])
+
     async def store_logs(self, lines: list[LogLine]) -> None:
         """Lines of a run whose outcome is not ours to write (e.g. released)."""
         if lines:

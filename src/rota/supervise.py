@@ -168,6 +168,17 @@ async def cancel_and_wait(task: asyncio.Task[Any] | None, timeout: float, name: 
     return True
 
 
+async def cancel_all_and_wait(tasks: list[asyncio.Task[Any]], timeout: float) -> bool:
+    """:func:`cancel_and_wait` for several tasks: all are cancelled first, so a second
+    cancellation of the caller cannot leave some of them running uncancelled."""
+    for task in tasks:
+        task.cancel()
+    ended = True
+    for task in tasks:
+        ended = await cancel_and_wait(task, timeout) and ended
+    return ended
+
+
 def retrieve(task: asyncio.Task[Any]) -> None:
     """Collect a finished task's exception (logging it), so asyncio never reports it as
     never retrieved. Usable as a done callback."""

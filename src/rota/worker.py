@@ -23,11 +23,11 @@ from rota.clock import Clock
 from rota.config import Settings
 from rota.context import RunContext, RunLogger
 from rota.domain.limits import Limit, LimitScope
-from rota.domain.runs import ClaimedRun, Lease, check_name, check_positive_int
-from rota.domain.states import RunState
+from rota.domain.runs import ClaimedRun, Lease, Outcome, check_name, check_positive_int
+from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.workers import WorkerInfo, WorkerState
-from rota.errors import InvalidArgument, StoreError
-from rota.execution import execute
+from rota.errors import InvalidArgument, StoreError, StoreUnavailable
+from rota.execution import execute, failure_outcome, infrastructure_outcome
 from rota.handlers import Registry
 from rota.housekeeping import Housekeeper
 from rota.leader import LeaderElector
@@ -305,7 +305,7 @@ class Worker:
             return
         if tx is not None:
             if outcome.state is RunState.SUCCEEDED:
-                written = await tx.commit_with(outcome, self.clock.db_now())
+                written = await self._commit_with(held, tx, outcome)
                 await self._writer.store_logs(ctx.log.take())
             else:
                 await tx.rollback()
@@ -317,6 +317,23 @@ class Worker:
                 "outcome rejected by the fence: another worker holds this run now",
                 state=outcome.state.value,
             )
+
+    async def _commit_with(self, held: _Held, tx: Any, outcome: Outcome) -> bool:
+        """Commit the handler's transaction together with its outcome. When the link
+        breaks during the commit, whether it landed is unknown: ask the database as
+        soon as it answers, and settle the run at once (recorded, or retried with its
+        attempt given back) instead of leaving it to wait out its lease."""
+        claimed = held.claimed
+        try:
+            return bool(await tx.commit_with(outcome, self.clock.db_now()))
+        except StoreUnavailable as exc:
+            self._run_log(claimed).warning("commit interrupted; checking whether it landed")
+            fallback = infrastructure_outcome(claimed, exc)
+        except StoreError as exc:  # refused at commit (e.g. the handler's own constraint)
+            spec = self.registry.get(claimed.handler)
+            fallback = failure_outcome(spec, claimed, AttemptOutcome.FAILED, str(exc))
+            return await self._writer.record(fallback, [])
+        return await self._writer.settle(outcome, fallback)
 
     def _cancel(self, held: _Held) -> None:
         """Ask the handler to stop (ctx.cancelled); if it has not returned after the

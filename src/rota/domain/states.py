@@ -87,3 +87,6 @@ class AttemptOutcome(StrEnum):
     CANCELLED = "cancelled"
     LOST = "lost"  # the lease expired: the worker died, stalled or lost its connection
     RELEASED = "released"  # the worker shut down and handed the run back
+    # The database could not be reached during the attempt (not the handler's fault):
+    # the run is retried and the attempt is given back, not spent.
+    INFRASTRUCTURE = "infrastructure"

@@ -150,7 +150,13 @@ def _translated() -> Any:
     """Driver errors become rota errors; nothing above the store sees psycopg."""
     try:
         yield
-    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+    except (
+        psycopg.OperationalError,
+        psycopg_pool.PoolTimeout,
+        # The server ended a session that sat in a transaction too long (a stalled
+        # process): the link is gone, like any other dropped connection.
+        psycopg.errors.IdleInTransactionSessionTimeout,
+    ) as exc:
         raise StoreUnavailable(f"PostgreSQL is unreachable: {exc}".strip()) from exc
     except psycopg.Error as exc:
         raise StoreError(f"PostgreSQL refused the operation: {exc}".strip()) from exc

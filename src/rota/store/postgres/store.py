@@ -92,6 +92,10 @@ class PostgresHandlerTransaction:
             await self._stack.aclose()
         return True
 
+    def connection_lost(self) -> bool:
+        """The link to the server broke (killed, restarted, cut off), not a refusal."""
+        return bool(self.connection.broken or self.connection.closed)
+
     async def rollback(self) -> None:
         if self._finished:
             return

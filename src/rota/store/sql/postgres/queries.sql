@@ -178,6 +178,9 @@ done AS (
         error = c.error,
         lease_expires_at = NULL,
         lost_count = 0,
+        -- The database failed the attempt, not the handler: the attempt is given back
+        -- (as a release does), so an outage costs no attempts.
+        attempt = CASE WHEN c.outcome = 'infrastructure' THEN r.attempt - 1 ELSE r.attempt END,
         -- The retry instant is the database's now + delay (never a worker's clock), and
         -- sort_at moves with run_at so a retry keeps its priority boost.
         sort_at = CASE WHEN c.retry_delay IS NULL THEN r.sort_at
@@ -188,8 +191,10 @@ done AS (
                            ELSE t.now END
     FROM input c, t
     WHERE r.id = c.id AND r.fence = c.fence AND r.state IN ('claimed', 'running')
-    RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, c.outcome, c.error,
-              r.concurrency_key
+    RETURNING r.id, r.fence,
+              CASE WHEN c.outcome = 'infrastructure' THEN r.attempt + 1 ELSE r.attempt END
+                  AS attempt,
+              r.worker_id, r.started_at, c.outcome, c.error, r.concurrency_key
 ),
 recorded AS (
     INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,

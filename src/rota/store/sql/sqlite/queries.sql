@@ -104,6 +104,8 @@ SET state = CASE WHEN :state = 'retrying' AND cancel_requested THEN 'cancelled' 
     error = :error,
     lease_expires_at = NULL,
     lost_count = 0,
+    -- The database failed the attempt, not the handler: the attempt is given back.
+    attempt = CASE WHEN :outcome = 'infrastructure' THEN attempt - 1 ELSE attempt END,
     sort_at = CASE WHEN :retry_delay IS NULL THEN sort_at
                    ELSE :now + :retry_delay - (run_at - sort_at) END,
     run_at = CASE WHEN :retry_delay IS NULL THEN run_at ELSE :now + :retry_delay END,
