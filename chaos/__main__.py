@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,6 +68,9 @@ def run_one(name: str, size: str, keep: Path | None) -> dict[str, Any]:
     result["seconds"] = round(time.monotonic() - started, 1)
     result["title"] = module.TITLE
     result["workdir"] = str(workdir)
+    if keep is None and result["passed"]:
+        shutil.rmtree(workdir, ignore_errors=True)  # a failure's logs stay, as evidence
+        result["workdir"] = "(removed)"
     verdict = "PASS" if result["passed"] else "FAIL"
     print(f"chaos: {name}: {verdict} in {result['seconds']} s", flush=True)
     for failure in result["failures"]:
