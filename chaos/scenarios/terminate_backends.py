@@ -20,7 +20,7 @@ def prepare(ctx: Context) -> None:
 
 
 def run(ctx: Context) -> None:
-    plan = drain.Drain(runs=ctx.pick(1500, 3000), hold=0.05)
+    plan = drain.Drain(runs=ctx.pick(1500, 5000), hold=0.05)
     rng = random.Random()
     terminated: list[int] = []
 
