@@ -74,3 +74,9 @@ def run_with_fault(
     # Every worker stayed alive (checked above): any "declared dead" was a live one.
     declared = sum(ctx.log_text(node).count(DECLARED_DEAD) for node in ctx.processes)
     ctx.figure("live workers declared dead by the leader (log lines)", declared)
+    # Not an invariant here (a lease may expire while the database is away), but every
+    # worker stayed alive, so each of these is a healthy worker that lost a run.
+    ctx.figure(
+        "leases lost by live workers",
+        ctx.scalar("SELECT count(*) FROM rota_attempts WHERE outcome = 'lost'"),
+    )
