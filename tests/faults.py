@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from rota.errors import StoreError, StoreUnavailable
+from rota.errors import StoreUnavailable
 from rota.store.port import Store
 
 
@@ -21,7 +21,7 @@ class FaultyStore:
         self.calls: dict[str, int] = {}
 
     def fail(
-        self, method: str, times: int | None = None, error: type[StoreError] = StoreUnavailable
+        self, method: str, times: int | None = None, error: type[Exception] = StoreUnavailable
     ) -> None:
         """``method`` raises ``error`` ``times`` times (None: until healed)."""
         left = [times]

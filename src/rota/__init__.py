@@ -19,12 +19,14 @@ from rota.domain import retry
 from rota.domain.jobs import Job, JobSpec
 from rota.domain.states import AttemptOutcome, RunState
 from rota.errors import (
+    HandlerTransactionsExhausted,
     InvalidArgument,
     LeaseLost,
     PermanentFailure,
     RotaError,
     RunNotFound,
     SchemaMismatch,
+    StoreError,
     StoreUnavailable,
     UnknownHandler,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "AttemptOutcome",
     "Clock",
     "FakeClock",
+    "HandlerTransactionsExhausted",
     "InvalidArgument",
     "Job",
     "JobSpec",
@@ -47,6 +50,7 @@ __all__ = [
     "RunState",
     "SchemaMismatch",
     "Settings",
+    "StoreError",
     "StoreUnavailable",
     "SystemClock",
     "UnknownHandler",

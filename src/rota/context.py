@@ -127,7 +127,13 @@ class RunContext:
         """A PostgreSQL connection inside a transaction that commits together with this
         run's completion, under its fence, when the handler returns; it rolls back if
         the handler fails or the fence was lost. Async handlers only, PostgreSQL only.
-        Calling it again returns the same connection."""
+        Calling it again returns the same connection.
+
+        The connection comes from a pool of its own (``handler_pool_size``), never from
+        the one that renews leases; with none free within ``handler_pool_wait_seconds``
+        this raises :class:`~rota.errors.HandlerTransactionsExhausted`. The session ends
+        a transaction left idle for ``handler_idle_in_transaction_seconds``. If the
+        connection breaks, the attempt is retried without being counted."""
         if self._transaction is None:
             if self._open_transaction is None:
                 raise UnsupportedFeature(

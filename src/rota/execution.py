@@ -139,7 +139,7 @@ def is_infrastructure_failure(exc: BaseException, ctx: RunContext) -> bool:
     """Did the attempt fail because the database could not be reached, rather than
     because of the handler? Yes when the store said so (StoreUnavailable, also when the
     handler wrapped it), or when the connection of the handler's transaction broke
-    (the driver's error is the handler's to see; the broken link is what counts)."""
+    (the driver's error is the handler's to see; the store judges it)."""
     seen: BaseException | None = exc
     for _ in range(10):  # a short walk along the causes, never a cycle
         if seen is None:
@@ -148,7 +148,7 @@ def is_infrastructure_failure(exc: BaseException, ctx: RunContext) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     transaction = ctx._transaction
-    return transaction is not None and bool(transaction.connection_lost())
+    return transaction is not None and bool(transaction.broke_under(exc))
 
 
 def infrastructure_outcome(claimed: ClaimedRun, exc: BaseException) -> Outcome:

@@ -29,7 +29,8 @@ log = structlog.get_logger("rota.housekeeping")
 REAP_BATCH = 1000
 PRUNE_BATCH = 5000
 PRUNE_EVERY_SECONDS = 60.0
-# Consecutive failures of one duty after which the leader resigns (see DutiesFailing).
+# Consecutive failures of one duty, over at least a leader lease, after which the
+# leader resigns (see DutiesFailing).
 GIVE_UP_AFTER = 5
 CANCEL_WAIT_SECONDS = 5.0
 
@@ -125,7 +126,8 @@ class Housekeeper:
         by themselves even if a cancellation was swallowed). A failing duty is logged,
         counted and retried without stopping the others. Returns when leadership ends;
         raises :class:`DutiesFailing` when a duty failed ``GIVE_UP_AFTER`` times in a
-        row: the node cannot do the leader's work, and should let another node lead."""
+        row over at least a leader lease: the node cannot do the leader's work, and
+        should let another node lead."""
         loops = [
             asyncio.create_task(
                 every(
@@ -135,6 +137,7 @@ class Housekeeper:
                     self.restarts,
                     keep_going=still_leading,
                     give_up_after=GIVE_UP_AFTER,
+                    give_up_seconds=self.settings.leader_lease_seconds,
                     first_now=True,
                     sleep=self.sleep,
                 ),

@@ -116,6 +116,7 @@ async def every(
     *,
     keep_going: Callable[[], bool] = lambda: True,
     give_up_after: int | None = None,
+    give_up_seconds: float = 0.0,
     first_now: bool = False,
     sleep: Sleep = asyncio.sleep,
 ) -> None:
@@ -124,10 +125,13 @@ async def every(
 
     A turn that raises is logged and counted, and the next one comes after a backoff
     capped at ``seconds`` (a failed lease renewal is retried sooner, not later). After
-    ``give_up_after`` consecutive failures, raise :class:`GaveUp`.
+    ``give_up_after`` consecutive failures spread over at least ``give_up_seconds``
+    (a blip of a second is not a reason to give up), raise :class:`GaveUp`.
     """
+    loop = asyncio.get_running_loop()
     backoff = Backoff(first=min(0.1, seconds), cap=seconds)
     failures = 0
+    failing_since = 0.0
     if not first_now:
         await sleep(seconds)
     while keep_going():
@@ -137,8 +141,11 @@ async def every(
             raise
         except Exception as exc:
             failures += 1
+            if failures == 1:
+                failing_since = loop.time()
             _failed(task, restarts, exc, consecutive=failures)
-            if give_up_after is not None and failures >= give_up_after:
+            spent = give_up_after is not None and failures >= give_up_after
+            if spent and loop.time() - failing_since >= give_up_seconds:
                 raise GaveUp(task, failures) from exc
             await sleep(backoff.delay(failures))
             continue

@@ -120,6 +120,16 @@ class Worker:
         self._log.info(
             "worker started", queues=list(self.queues), concurrency=self.options.concurrency
         )
+        if (
+            self.store.supports_transactional_completion
+            and self.options.concurrency > self.settings.handler_pool_size
+        ):
+            self._log.info(
+                "more runs at once than handler transactions: handlers past the limit "
+                "wait for a ctx.transaction() connection",
+                concurrency=self.options.concurrency,
+                handler_pool_size=self.settings.handler_pool_size,
+            )
         self._writer.start()
         await self._publish_handler_limits()
         await self._register()
@@ -221,7 +231,7 @@ class Worker:
         finally:
             if not waiter.done():
                 await cancel_and_wait(waiter, CANCEL_WAIT_SECONDS)
-        if not waiter.cancelled():
+        if waiter.done() and not waiter.cancelled():
             waiter.result()
 
     async def _wait_slot(self) -> None:

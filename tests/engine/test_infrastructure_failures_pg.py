@@ -70,7 +70,7 @@ class _BreaksAtCommit:
         self._lands = lands
         self.connection = transaction.connection
 
-    def connection_lost(self) -> bool:
+    def broke_under(self, error: BaseException) -> bool:
         return False
 
     async def commit_with(self, outcome: Any, now: Any) -> bool:
@@ -126,3 +126,30 @@ async def test_a_completion_that_breaks_mid_commit_is_settled_at_once(make_app, 
             (1, AttemptOutcome.SUCCEEDED),
         ]
         assert _side_effects(db_url) == [(run_id, 2)]
+
+
+async def test_a_transaction_ended_by_its_own_idle_limit_is_the_handlers_failure(make_app, db_url):
+    """The server ending a handler's session for idling in its transaction is a limit
+    the handler passed, not an outage: the attempt counts."""
+    app = make_app(lease_seconds=LEASE, handler_idle_in_transaction_seconds=0.2)
+
+    @app.handler("idles", max_attempts=1)
+    async def idles(ctx: rota.RunContext, payload: Any) -> None:
+        conn = await ctx.transaction()
+        pid = conn.info.backend_pid
+        await conn.execute("SELECT 1")
+        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as watcher:
+
+            async def ended() -> bool:
+                cur = await watcher.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,))
+                return await cur.fetchone() is None
+
+            await eventually(ended, what="the server to end the idle session")
+        await conn.execute("SELECT 1")
+
+    store = await app.store()
+    async with working(app):
+        run_id = await app.enqueue_async("idles", {})
+        run = await eventually(lambda: _finished(store, run_id), what="the run to finish")
+    assert run.state is RunState.DEAD_LETTERED
+    assert await _history(store, run_id) == [(1, AttemptOutcome.FAILED)]

@@ -12,7 +12,9 @@ from tests.helpers import eventually
 
 
 async def test_retry_delays_follow_the_policy_then_dead_letter_then_replay(make_app, clock):
-    app = make_app(clock)
+    # The clock jumps 40 s below; the worker is alive, and must not be declared dead
+    # because its registry beat (every 2 real seconds) had not caught up yet.
+    app = make_app(clock, worker_dead_seconds=3600)
     failing = {"on": True}
 
     @app.handler("flaky", max_attempts=3, retry=rota.retry.Exponential(base=10, factor=3, cap=60))

@@ -91,3 +91,25 @@ async def test_cancel_and_wait_on_an_ordinary_task():
     await asyncio.sleep(0)
     assert await cancel_and_wait(task, timeout=10) is True
     assert task.cancelled()
+
+
+async def test_every_does_not_give_up_on_a_short_burst_of_failures():
+    failures = 0
+
+    async def turn() -> None:
+        nonlocal failures
+        failures += 1
+        raise RuntimeError("blip")
+
+    # Ten quick failures, but not spread over the hour it takes to give up.
+    await every(
+        "beat",
+        1.0,
+        turn,
+        Restarts(),
+        keep_going=lambda: failures < 10,
+        give_up_after=3,
+        give_up_seconds=3600,
+        sleep=_no_wait,
+    )
+    assert failures == 10

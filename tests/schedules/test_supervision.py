@@ -21,8 +21,12 @@ from tests.helpers import eventually
 
 # Real-time pacing of the loops (the database clock is the FakeClock): short, so the
 # tests are quick; nothing below depends on how short.
-FAST = {"reap_interval_seconds": 0.02, "planner_interval_seconds": 0.02}
 LEADER_LEASE = 0.3
+FAST = {
+    "reap_interval_seconds": 0.02,
+    "planner_interval_seconds": 0.02,
+    "leader_lease_seconds": LEADER_LEASE,
+}
 
 
 @pytest.fixture
@@ -68,6 +72,16 @@ async def test_one_failing_duty_does_not_stop_the_others(
         await eventually(lambda: _is(store, run_id, RunState.PENDING), what="reaping")
     finally:
         await cancel_and_wait(duties, 5)
+
+
+async def test_an_unreachable_store_during_the_election_is_a_failed_attempt(
+    store: Store, clock: rota.FakeClock
+):
+    faulty = FaultyStore(store)
+    faulty.fail("acquire_leadership", times=1)  # StoreUnavailable
+    elector = LeaderElector(faulty, "a", LEADER_LEASE, clock)  # type: ignore[arg-type]
+    assert await elector.attempt() is None  # not an exception that ends the election
+    assert await elector.attempt() == 1
 
 
 async def test_a_leader_whose_duties_keep_failing_hands_over(

@@ -67,6 +67,14 @@ from rota.supervise import Restarts, cancel_and_wait, supervise, watched
 log = structlog.get_logger("rota.store.postgres")
 
 
+# The server ended the statement or session because it passed one of its limits.
+SESSION_LIMIT_ERRORS = (
+    psycopg.errors.IdleInTransactionSessionTimeout,
+    psycopg.errors.QueryCanceled,
+    psycopg.errors.LockNotAvailable,
+)
+
+
 class PostgresHandlerTransaction:
     """A transaction lent to a handler; it commits only together with the run's outcome."""
 
@@ -92,8 +100,18 @@ class PostgresHandlerTransaction:
             await self._stack.aclose()
         return True
 
-    def connection_lost(self) -> bool:
-        """The link to the server broke (killed, restarted, cut off), not a refusal."""
+    def broke_under(self, error: BaseException) -> bool:
+        """Did the handler fail because the link to the server broke (killed,
+        restarted, cut off)? Not when the session's own limits ended it: a transaction
+        left idle too long, or a statement or lock wait past its timeout, is the
+        handler's doing, and counts as its failure."""
+        seen: BaseException | None = error
+        for _ in range(10):
+            if seen is None:
+                break
+            if isinstance(seen, SESSION_LIMIT_ERRORS):
+                return False
+            seen = seen.__cause__ or seen.__context__
         return bool(self.connection.broken or self.connection.closed)
 
     async def rollback(self) -> None:
