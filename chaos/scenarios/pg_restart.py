@@ -37,7 +37,7 @@ def run(ctx: Context) -> None:
             back_at = ctx.scalar("SELECT now()")
             recoveries.append(_resumed_after(ctx, back_at, stop))
 
-    drain.run_with_fault(ctx, plan, fault, timeout=ctx.pick(150, 380))
+    drain.run_with_fault(ctx, plan, fault, timeout=ctx.pick(150, 380), database_stays_up=False)
     ctx.figure("restarts", len(outages))
     ctx.timings("server away (restart command until it answers), s", outages)
     ctx.timings("recovery: server back until a run claimed after it succeeds, s", recoveries)

@@ -31,5 +31,5 @@ def run(ctx: Context) -> None:
             terminated.append(pg.terminate_backends(ctx.db_url, rng.choice((1, 2)), rng))
             stop.wait(rng.uniform(0.2, 0.6))
 
-    drain.run_with_fault(ctx, plan, fault, timeout=ctx.pick(100, 360))
+    drain.run_with_fault(ctx, plan, fault, timeout=ctx.pick(100, 360), database_stays_up=True)
     ctx.figure("backends terminated", sum(terminated))
