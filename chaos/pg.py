@@ -4,6 +4,7 @@ to terminate (only ours), and a restart of the whole Debian cluster."""
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import time
 import uuid
@@ -42,7 +43,7 @@ def drop_database(url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def terminate_backends(url: str, count: int, rng: object) -> int:
+def terminate_backends(url: str, count: int, rng: random.Random) -> int:
     """Terminate up to ``count`` random backends of ``url``'s database (never another
     database's, never the suite's own connections). Returns how many were ended."""
     name = url.rpartition("/")[2]
@@ -53,7 +54,7 @@ def terminate_backends(url: str, count: int, rng: object) -> int:
             (name, APPLICATION_NAME),
         ).fetchall()
         pids = [row[0] for row in rows]
-        chosen = rng.sample(pids, min(count, len(pids)))  # type: ignore[attr-defined]
+        chosen = rng.sample(pids, min(count, len(pids)))
         ended = 0
         for pid in chosen:
             row = conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()

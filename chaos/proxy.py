@@ -11,7 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Coroutine
 from concurrent.futures import Future
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class PartitionProxy:
@@ -57,8 +61,8 @@ class PartitionProxy:
         self._thread.join(timeout=10)
 
     # -- inside the proxy's loop ----------------------------------------------
-    def _call(self, coro):  # type: ignore[no-untyped-def]
-        future: Future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return future.result(timeout=30)
 
     async def _listen(self) -> int:
