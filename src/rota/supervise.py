@@ -27,6 +27,8 @@ from typing import Any
 
 import structlog
 
+from rota.errors import StoreError
+
 log = structlog.get_logger("rota.supervise")
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -74,8 +76,12 @@ class GaveUp(Exception):
 
 def _failed(task: str, restarts: Restarts, exc: BaseException, **fields: Any) -> int:
     count = restarts.add(task)
-    # The traceback says where; locals are never rendered (they may hold payloads).
-    log.error("task failed", task=task, failures_total=count, exc_info=exc, **fields)
+    if isinstance(exc, StoreError):
+        # Expected while the database is away: one line each, not a traceback each.
+        log.warning("task failed", task=task, failures_total=count, error=str(exc), **fields)
+    else:
+        # A bug: the traceback says where; locals are never rendered (payloads).
+        log.error("task failed", task=task, failures_total=count, exc_info=exc, **fields)
     return count
 
 
@@ -139,7 +145,7 @@ async def every(
             await turn()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # logged with its cause, then retried
             failures += 1
             if failures == 1:
                 failing_since = loop.time()
