@@ -22,14 +22,16 @@ def prepare(ctx: Context) -> None:
 def run(ctx: Context) -> None:
     plan = drain.Drain(runs=ctx.pick(1500, 5000), hold=0.05)
     rng = random.Random()
+    pause = ctx.pick((0.2, 0.6), (0.1, 0.3))
     terminated: list[int] = []
 
     def fault(stop: threading.Event) -> None:
-        # Let the drain get going, then cut one or two connections every 0.2-0.6 s.
+        # Let the drain get going, then cut one or two connections every 0.2-0.6 s
+        # (0.1-0.3 s in the full size).
         stop.wait(1.0)
         while not stop.is_set():
             terminated.append(pg.terminate_backends(ctx.db_url, rng.choice((1, 2)), rng))
-            stop.wait(rng.uniform(0.2, 0.6))
+            stop.wait(rng.uniform(*pause))
 
     drain.run_with_fault(ctx, plan, fault, timeout=ctx.pick(100, 360), database_stays_up=True)
     ctx.figure("backends terminated", sum(terminated))
