@@ -46,18 +46,22 @@ def _run(ctx: Context, proxy: PartitionProxy) -> None:
     durations = ctx.pick([4.0], [4.0, 8.0, 15.0])
     ctx.figure("partitions, s", durations)
     for rep, duration in enumerate(durations):
-        # Long enough to outlast starting the others; the takeover attempt does not sleep.
-        run_id = ctx.app.enqueue("slow", {"seconds": 30, "first_only": True})
-        enqueued += 1
-        ctx.wait(
-            lambda: ctx.scalar("SELECT worker_id FROM rota_runs WHERE id = %s", (run_id,)),
-            20,
-            f"{cut_off} to claim run {run_id}",
-        )
         others = [f"a{rep}", f"b{rep}"]
         for node in others:
             ctx.start(node, lease_seconds=LEASE, concurrency=2)
         ctx.wait_registered(others)
+        # The cut-off node claims a run that ends about 2 s into the partition: its
+        # completion is sent into the partition and reaches the database on healing,
+        # after the run was taken back, so the fence must refuse it there.
+        for _try in range(5):
+            run_id = pause.give_run_to(ctx, cut_off, [cut_off, *others], seconds=3.0)
+            enqueued += 1
+            if run_id is not None:
+                break
+        else:
+            ctx.require(False, f"could not give a run to {cut_off} in 5 tries")
+        assert run_id is not None
+        ctx.require(_leads(ctx, cut_off), f"{cut_off} no longer leads before the partition")
         cut_at = time.time()
         proxy.partition()
         try:
