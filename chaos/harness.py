@@ -97,6 +97,7 @@ class Context:
         concurrency: int = 8,
         env: dict[str, str] | None = None,
         db_url: str | None = None,
+        tags: tuple[str, ...] = (),
     ) -> subprocess.Popen[bytes]:
         """A worker process (tests/apps/proc_app.py's handlers) logging to its own file;
         it joins this scenario's process group, so the runner's kill reaches it."""
@@ -109,6 +110,7 @@ class Context:
             concurrency=concurrency,
             extra_env=extra,
             log_file=self.log_path(node_id),
+            args=("--tags", ",".join(tags)) if tags else (),
         )
         self.processes[node_id] = proc
         return proc

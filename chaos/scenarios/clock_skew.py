@@ -44,7 +44,7 @@ def run(ctx: Context) -> None:
     # Each phase, a skewed node leads (it runs the reaper): ahead first, then behind.
     for phase, (leader, offset) in enumerate((("ahead", "+120"), ("behind", "-120"))):
         lead = f"{leader}{phase}"
-        ctx.start(lead, lease_seconds=LEASE, env=skewed(offset), concurrency=8)
+        ctx.start(lead, lease_seconds=LEASE, env=skewed(offset), concurrency=8, tags=(lead,))
         ctx.wait(lambda n=lead: (info := ctx.leader()) and info[0] == n, 30, f"{lead} to lead")
         other = "behind" if leader == "ahead" else "ahead"
         helpers = [f"{other}{phase}", f"true{phase}"]
@@ -53,12 +53,13 @@ def run(ctx: Context) -> None:
             lease_seconds=LEASE,
             env=skewed("-120" if offset == "+120" else "+120"),
             concurrency=8,
+            tags=(helpers[0],),
         )
-        ctx.start(helpers[1], lease_seconds=LEASE, concurrency=8)
+        ctx.start(helpers[1], lease_seconds=LEASE, concurrency=8, tags=(helpers[1],))
         ctx.wait_registered([lead, *helpers])
         offsets = _clock_offsets(ctx, [lead, *helpers])
         offsets_seen[phase] = offsets
-        enqueued += 3 * len(helpers) + 3
+        enqueued += 3 * len(helpers) + 3  # the clock runs
         # Each run outlives several renewals (every lease/3), on every kind of clock.
         ctx.app.enqueue_many(
             [{"handler": "slow", "payload": {"seconds": LEASE * 1.5}} for _ in range(batch)]
@@ -76,18 +77,28 @@ def run(ctx: Context) -> None:
         by_worker[words[2]] = by_worker.get(words[2], 0) + 1
     ctx.figure("slow runs started, by worker", by_worker)
     ctx.expect(len(started) == len({m[0] for m in started}), "a slow run was started twice")
-    skewed_seen = {o for phase in offsets_seen.values() for o in phase.values()}
+    expected = {"ahead": 120, "behind": -120, "true": 0}
+    wrong = {
+        node: offset
+        for phase in offsets_seen.values()
+        for node, offset in phase.items()
+        if abs(offset - expected[node.rstrip("0123456789")]) > 5
+    }
+    measured = sum(len(phase) for phase in offsets_seen.values())
     ctx.expect(
-        any(o >= 100 for o in skewed_seen) and any(o <= -100 for o in skewed_seen),
-        f"faketime did not shift the workers' clocks: {offsets_seen}",
+        not wrong and measured == 6,
+        f"faketime did not shift the workers' clocks as asked: {offsets_seen}",
     )
     invariants.check(ctx, invariants.Expect(runs=enqueued, no_lost_leases=True))
 
 
 def _clock_offsets(ctx: Context, nodes: list[str]) -> dict[str, int]:
     """How far each worker's wall clock is from the database's: ``clock`` runs return
-    the worker's time.time(), finished_at is the database's now() at completion."""
-    ids = ctx.app.enqueue_many([{"handler": "clock"} for _ in range(3 * len(nodes))])
+    the worker's time.time(), finished_at is the database's now() at completion. Each
+    worker carries its name as a tag, and three runs need each tag: all are measured."""
+    ids = ctx.app.enqueue_many(
+        [{"handler": "clock", "tags": [node]} for node in nodes for _ in range(3)]
+    )
     ctx.wait_drained(int(ctx.scalar("SELECT count(*) FROM rota_runs")), 30)
     offsets: dict[str, list[float]] = {}
     for result, finished in ctx.sql(
