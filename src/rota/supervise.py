@@ -74,6 +74,14 @@ class GaveUp(Exception):
         super().__init__(f"{task} failed {failures} times in a row")
 
 
+def _honour_cancellation(exc: BaseException) -> None:
+    """An error raised while the task was being cancelled (a cleanup that failed on the
+    way out) must not swallow the cancellation: the task ends, as it was asked to."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from exc
+
+
 def _failed(task: str, restarts: Restarts, exc: BaseException, **fields: Any) -> int:
     count = restarts.add(task)
     if isinstance(exc, StoreError):
@@ -106,6 +114,7 @@ async def supervise(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - logged with its cause, then restarted
+            _honour_cancellation(exc)
             failures = 1 if loop.time() - started >= backoff.cap else failures + 1
             delay = backoff.delay(failures)
             _failed(task, restarts, exc, restart_in=round(delay, 3))
@@ -146,6 +155,7 @@ async def every(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # logged with its cause, then retried
+            _honour_cancellation(exc)
             failures += 1
             if failures == 1:
                 failing_since = loop.time()

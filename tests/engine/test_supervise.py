@@ -113,3 +113,19 @@ async def test_every_does_not_give_up_on_a_short_burst_of_failures():
         sleep=_no_wait,
     )
     assert failures == 10
+
+
+async def test_a_cleanup_that_fails_on_the_way_out_does_not_swallow_the_cancellation():
+    started = asyncio.Event()
+
+    async def turn() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            raise RuntimeError("the connection is closed")  # e.g. a RESET in a finally
+
+    loop_task = asyncio.create_task(every("vacuum", 1.0, turn, Restarts(), first_now=True))
+    await asyncio.wait_for(started.wait(), 10)
+    assert await cancel_and_wait(loop_task, timeout=10) is True
+    assert loop_task.cancelled()

@@ -95,8 +95,12 @@ class PgRegistry(PgBase):
             try:
                 await conn.execute("VACUUM (ANALYZE) rota_runs")
                 await conn.execute("VACUUM rota_attempts, rota_run_logs, rota_jobs, rota_workers")
-            finally:
-                await conn.execute("RESET statement_timeout")
+            except BaseException:
+                # Interrupted (cancelled, cut off): a session without its statement limit
+                # must not go back to the pool; a closed connection is discarded.
+                await conn.close()
+                raise
+            await conn.execute("RESET statement_timeout")
 
     # -- the limited claim path (see ADR 0008) -----------------------------
     async def _limits(self, conn: psycopg.AsyncConnection[Any]) -> Limits:
