@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 
 from chaos import drain, pg
 from chaos.harness import Context
@@ -24,6 +25,7 @@ def run(ctx: Context) -> None:
     restarts = ctx.pick(1, 3)
     plan = drain.Drain(runs=ctx.pick(1500, 4000), hold=0.1)
     outages: list[float] = []
+    restarted_at: list[str] = []  # the server is shared: say when it was restarted
     recoveries: list[float] = []
 
     def fault(stop: threading.Event) -> None:
@@ -33,12 +35,14 @@ def run(ctx: Context) -> None:
             while drain.done_count(ctx) < target:
                 if stop.wait(0.2):
                     return
+            restarted_at.append(datetime.now(UTC).strftime("%H:%M:%S"))
             outages.append(pg.restart_server())
             back_at = ctx.scalar("SELECT now()")
             recoveries.append(_resumed_after(ctx, back_at, stop))
 
     drain.run_with_fault(ctx, plan, fault, timeout=ctx.pick(150, 380), database_stays_up=False)
     ctx.figure("restarts", len(outages))
+    ctx.figure("restarted at (UTC)", restarted_at)
     ctx.timings("server away (restart command until it answers), s", outages)
     ctx.timings("recovery: server back until a run claimed after it succeeds, s", recoveries)
     ctx.expect(len(outages) == restarts, f"only {len(outages)} of {restarts} restarts happened")
