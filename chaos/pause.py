@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-from chaos.harness import Context
+from chaos.harness import Context, ScenarioFailed
 
 REFUSED = (
     "outcome rejected by the fence",
@@ -36,6 +36,17 @@ def give_run_to(ctx: Context, target: str, nodes: list[str], seconds: float) -> 
         ctx.app.resume_worker(node)
     time.sleep(1.0)  # the others claim again before the fault
     return run_id if claimer == target else None
+
+
+def give_run_retrying(
+    ctx: Context, target: str, nodes: list[str], seconds: float, tries: int = 6
+) -> tuple[int, int]:
+    """:func:`give_run_to` until ``target`` holds the run: (run id, runs enqueued)."""
+    for attempt in range(1, tries + 1):
+        run_id = give_run_to(ctx, target, nodes, seconds)
+        if run_id is not None:
+            return run_id, attempt
+    raise ScenarioFailed(f"could not give a run to {target} in {tries} tries")
 
 
 def refused_in_log(ctx: Context, node: str, run_id: int) -> str | None:

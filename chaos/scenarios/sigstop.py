@@ -39,20 +39,12 @@ def run(ctx: Context) -> None:
     enqueued = 0
     for kind in ("worker", "leader"):
         for _ in range(ctx.pick(3, 10)):
-            for _try in range(6):
-                holder = ctx.wait(ctx.leader, 30, "a leader")[0]
-                target = (
-                    holder if kind == "leader" else rng.choice([n for n in nodes if n != holder])
-                )
-                # Still running when stopped (about 1 s after its claim); over by the
-                # time the stopped process resumes, so it goes on to complete it.
-                run_id = pause.give_run_to(ctx, target, nodes, seconds=LEASE + 1)
-                enqueued += 1
-                if run_id is not None:
-                    break
-            else:
-                ctx.require(False, f"could not give a run to {target} in 6 tries")
-            assert run_id is not None
+            holder = ctx.wait(ctx.leader, 30, "a leader")[0]
+            target = holder if kind == "leader" else rng.choice([n for n in nodes if n != holder])
+            # Still running when stopped (about 1 s after its claim); over by the time
+            # the stopped process resumes, so it goes on to complete it.
+            run_id, tries = pause.give_run_retrying(ctx, target, nodes, seconds=LEASE + 1)
+            enqueued += tries
             took, failover, refused = _pause_holder(ctx, kind, target, run_id)
             takeovers[kind].append(took)
             if failover is not None:
