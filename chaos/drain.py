@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chaos import invariants
+from chaos import invariants, schedule
 from chaos.harness import Context
 
 LEASE = 2.0
@@ -34,7 +34,11 @@ def start(ctx: Context, drain: Drain) -> None:
 
 
 def done_count(ctx: Context) -> int:
-    return int(ctx.scalar("SELECT count(*) FROM rota_runs WHERE state = 'succeeded'"))
+    return int(
+        ctx.scalar(
+            "SELECT count(*) FROM rota_runs WHERE state = 'succeeded' AND handler = 'effect'"
+        )
+    )
 
 
 def run_with_fault(
@@ -50,6 +54,9 @@ def run_with_fault(
     ``database_stays_up``: the server answers throughout (only connections die), so no
     live worker may lose a lease: a lost lease spends an attempt (and counts towards
     poison) for a fault of the infrastructure."""
+    # The leader's duties must outlive the faults: an every-second schedule must still
+    # be planned, slot by slot, when the drain is over.
+    job_id = schedule.start(ctx)
     start(ctx, drain)
     pids = {node: proc.pid for node, proc in ctx.processes.items()}
     stop = threading.Event()
@@ -65,8 +72,12 @@ def run_with_fault(
     started = time.monotonic()
     thread.start()
     try:
-        ctx.wait_drained(drain.runs, timeout)
+        ctx.wait_drained(drain.runs, timeout, handler="effect")
         ctx.figure("drain seconds", round(time.monotonic() - started, 1))
+        stop.set()  # the faults end with the drain (they would hit this process's calls)
+        thread.join(timeout=60)
+        schedule.wait_planned_after(ctx, time.time(), "after the faults (the planner lives)")
+        planned = schedule.stop_and_check(ctx, job_id)
     finally:
         stop.set()
         thread.join(timeout=60)
@@ -79,7 +90,9 @@ def run_with_fault(
         ctx.stop_all()
     invariants.check(
         ctx,
-        invariants.Expect(runs=drain.runs, effects=True, no_lost_leases=database_stays_up),
+        invariants.Expect(
+            runs=drain.runs + planned, effects=True, no_lost_leases=database_stays_up
+        ),
     )
     ctx.figure("runs", drain.runs)
     # Every worker stayed alive (checked above): any "declared dead" was a live one.

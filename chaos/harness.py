@@ -20,6 +20,7 @@ from tests.helpers import read_marks, start_worker
 
 import rota
 from chaos.pg import APPLICATION_NAME
+from rota.errors import StoreUnavailable
 
 T = TypeVar("T")
 SIZES = ("small", "full")
@@ -194,6 +195,21 @@ class Context:
             self._app.close()
             self._app = None
 
+    def app_call(self, call: Callable[[rota.App], T], retry_for: float = 30.0) -> T:
+        """``call(self.app)``, retried while the store is unreachable. The App's pool
+        hands out a connection the server ended while it sat idle (a restart, a
+        terminated backend) and fails once; each retry is counted as a figure."""
+        deadline = time.monotonic() + retry_for
+        while True:
+            try:
+                return call(self.app)
+            except StoreUnavailable:
+                key = "producer calls that failed on a dead pooled connection"
+                self.figures[key] = self.figures.get(key, 0) + 1
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     @contextlib.contextmanager
     def connect(self) -> Iterator[Any]:
         if self.is_postgres:
@@ -315,17 +331,19 @@ class Context:
     def state_counts(self) -> dict[str, int]:
         return dict(self.sql("SELECT state, count(*) FROM rota_runs GROUP BY state"))
 
-    def wait_drained(self, expected: int, timeout: float) -> float:
-        """Wait until ``expected`` runs are terminal; returns the seconds it took."""
+    def wait_drained(self, expected: int, timeout: float, handler: str | None = None) -> float:
+        """Wait until ``expected`` runs (of ``handler``, or of any) are terminal; returns
+        the seconds it took."""
         started = time.monotonic()
+        query = (
+            "SELECT count(*) FROM rota_runs WHERE state IN"
+            " ('succeeded', 'failed', 'timed_out', 'cancelled', 'dead_lettered')"
+        )
+        params: tuple[Any, ...] = ()
+        if handler is not None:
+            query, params = query + " AND handler = %s", (handler,)
         self.wait(
-            lambda: (
-                self.scalar(
-                    "SELECT count(*) FROM rota_runs WHERE state IN"
-                    " ('succeeded', 'failed', 'timed_out', 'cancelled', 'dead_lettered')"
-                )
-                >= expected
-            ),
+            lambda: self.scalar(query, params) >= expected,
             timeout,
             lambda: f"{expected} runs to finish (now: {self.state_counts()})",
             poll=0.2,

@@ -19,7 +19,8 @@ SPENT_OUTCOMES = "('failed', 'timed_out', 'cancelled')"
 @dataclass(frozen=True)
 class Expect:
     runs: int  # how many runs the scenario enqueued
-    effects: bool = False  # the handlers write side_effects rows through ctx.transaction()
+    # The ``effect`` handler's runs write side_effects rows through ctx.transaction().
+    effects: bool = False
     never_fail: bool = True  # the handlers never fail on their own
     no_lost_leases: bool = False  # no attempt may end "lost" (nothing stalled or died)
 
@@ -106,7 +107,7 @@ def _effects(ctx: Context) -> dict[str, list[object]]:
             "SELECT run_id, count(*) FROM side_effects GROUP BY run_id HAVING count(*) > 1"
         ),
         "succeeded runs without their effect": ctx.sql(
-            "SELECT r.id FROM rota_runs r WHERE r.state = 'succeeded'"
+            "SELECT r.id FROM rota_runs r WHERE r.state = 'succeeded' AND r.handler = 'effect'"
             " AND NOT EXISTS (SELECT 1 FROM side_effects e WHERE e.run_id = r.id)"
         ),
         "effects of runs that did not succeed": ctx.sql(

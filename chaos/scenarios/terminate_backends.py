@@ -20,7 +20,7 @@ def prepare(ctx: Context) -> None:
 
 
 def run(ctx: Context) -> None:
-    plan = drain.Drain(runs=ctx.pick(1500, 5000), hold=0.05)
+    plan = drain.Drain(runs=ctx.pick(3000, 8000), hold=0.05)
     rng = random.Random()
     pause = ctx.pick((0.2, 0.6), (0.1, 0.3))
     terminated: list[int] = []
