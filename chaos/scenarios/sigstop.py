@@ -51,6 +51,7 @@ def run(ctx: Context) -> None:
                 failovers.append(failover)
             refusals[refused] += 1
     ctx.wait_drained(enqueued, 60)
+    ctx.timings("after the pauses, each next node leads once the leader stops, s", _succession(ctx))
     ctx.stop_all()
     bound = LEASE + REAP + TOLERANCE
     for kind, seconds in takeovers.items():
@@ -109,3 +110,23 @@ def _pause_holder(
             what=f"resumed leader {target} to notice it was deposed",
         )
     return lost_at - stopped_at, failover, refused
+
+
+def _succession(ctx: Context) -> list[float]:
+    """After the pauses (several of them while leading), stop the leader again and
+    again: each time another node must take over, down to the last one. A node whose
+    election wedged after a pause would never lead again."""
+    handovers = []
+    alive = [n for n, p in ctx.processes.items() if p.poll() is None]
+    while len(alive) > 1:
+        holder = ctx.wait(ctx.leader, 30, "a leader")[0]
+        stopped_at = time.time()
+        ctx.stop(holder)  # a graceful stop resigns at once
+        alive.remove(holder)
+        info = ctx.wait(
+            lambda h=holder: (i := ctx.leader()) and i[0] != h and i,
+            30,
+            f"a node of {alive} to lead after {holder} stopped",
+        )
+        handovers.append(info[2] - stopped_at)
+    return handovers
