@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,8 @@ def render(
     lines = [
         f"## Last `{size}` run: {started_at:%Y-%m-%d %H:%M} UTC",
         "",
-        f"{passed} of {len(results)} scenarios passed; machine: {platform.machine()},"
-        f" Python {platform.python_version()}.",
+        f"{passed} of {len(results)} scenarios passed; commit {_commit()};"
+        f" machine: {platform.machine()}, Python {platform.python_version()}.",
         "",
         "| scenario | result | seconds |",
         "|---|---|---|",
@@ -60,6 +61,20 @@ def render(
         for failure in r["failures"]:
             lines.append(f"- **failure**: {_one_line(failure)}")
     return "\n".join(lines) + "\n"
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
 
 
 def _value(value: Any) -> str:
