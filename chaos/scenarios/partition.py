@@ -51,15 +51,18 @@ def _run(ctx: Context, proxy: PartitionProxy) -> None:
     ctx.wait(lambda: _leads(ctx, CUT_OFF), 30, f"{CUT_OFF} to lead")
     measured = _Measured()
     # How long each partition lasts at least; the longest outlives worker_dead_seconds
-    # (10 s), so the healed node comes back from being declared dead.
+    # (10 s), so the healed node comes back from being declared dead. The second also
+    # resets every open connection as it starts (a partition the node sees at once,
+    # rather than as a silence).
     durations = ctx.pick([4.0], [4.0, 8.0, 15.0])
     ctx.figure("partitions, s", durations)
     for rep, duration in enumerate(durations):
+        reset = rep == 1
         others = [f"a{rep}", f"b{rep}"]
         for node in others:
             ctx.start(node, lease_seconds=LEASE, concurrency=2)
         ctx.wait_registered(others)
-        run_id = _partition(ctx, proxy, others, duration, measured)
+        run_id = _partition(ctx, proxy, others, duration, measured, reset=reset)
         _after_healing(ctx, run_id, others, rep, measured)
     ctx.wait_drained(measured.enqueued, 30)
     ctx.stop_all()
@@ -75,7 +78,13 @@ def _run(ctx: Context, proxy: PartitionProxy) -> None:
 
 
 def _partition(
-    ctx: Context, proxy: PartitionProxy, others: list[str], duration: float, measured: _Measured
+    ctx: Context,
+    proxy: PartitionProxy,
+    others: list[str],
+    duration: float,
+    measured: _Measured,
+    *,
+    reset: bool,
 ) -> int:
     """Cut the leader off while it holds a run; heal once the healthy side has taken
     over (and ``duration`` has passed). Returns the run's id."""
@@ -87,6 +96,8 @@ def _partition(
     ctx.require(_leads(ctx, CUT_OFF), f"{CUT_OFF} no longer leads before the partition")
     cut_at = time.time()
     proxy.partition()
+    if reset:
+        proxy.cut()
     try:
         lost_at = ctx.wait(
             lambda: pause.attempt_lost_at(ctx, run_id, 1),
