@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run demo test lint format bench install clean
+.PHONY: run demo test lint format bench chaos install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,7 @@ demo: install
 test: install
 	$(BIN)/python -m pytest
 
-LINTED := src tests $(wildcard bench)
+LINTED := src tests chaos $(wildcard bench)
 
 lint: install
 	$(BIN)/ruff check $(LINTED)
@@ -49,6 +49,15 @@ format: install
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench
+
+# The fault-injection suite (chaos/): real worker processes, a restarted PostgreSQL,
+# paused processes, a partition, skewed clocks. Writes docs/reliability.md. Not part of
+# `make test`. CHAOS_SIZE=small is CI's reduced run; CHAOS_SKIP=a,b leaves scenarios out.
+CHAOS_SIZE ?= full
+CHAOS_SKIP ?=
+chaos: $(VENV)/.installed
+	$(BIN)/python -m chaos --size $(CHAOS_SIZE) --report docs/reliability.md \
+		$(if $(CHAOS_SKIP),--skip $(CHAOS_SKIP))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache rota-demo.db*

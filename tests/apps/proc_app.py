@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,24 @@ async def single(ctx: rota.RunContext, payload: Any) -> None:
 async def gpu_job(ctx: rota.RunContext, payload: Any) -> str:
     mark(ctx, "executed")
     return ctx.worker_id
+
+
+@app.handler("effect", max_attempts=5, retry=rota.retry.Fixed(0))
+async def effect(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """Writes one side_effects row through ctx.transaction() (it commits with the
+    completion, under the fence) and holds the transaction ``hold`` seconds. Never
+    fails by itself: any failed attempt is the infrastructure's (the chaos suite)."""
+    conn = await ctx.transaction()
+    await conn.execute(
+        "INSERT INTO side_effects (run_id, fence) VALUES (%s, %s)", (ctx.run_id, ctx.fence)
+    )
+    if payload.get("hold"):
+        await asyncio.sleep(payload["hold"])
+    return {"fence": ctx.fence}
+
+
+@app.handler("clock")
+async def clock(ctx: rota.RunContext, payload: Any) -> dict[str, Any]:
+    """This process's wall clock (a chaos scenario checks that faketime shifted it)."""
+    mark(ctx, "executed")
+    return {"worker": ctx.worker_id, "time": time.time()}
