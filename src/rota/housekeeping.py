@@ -24,7 +24,15 @@ from rota.errors import RotaError
 from rota.leader import LeaderElector
 from rota.planner import Planner, TickReport
 from rota.store.port import Store
-from rota.supervise import GaveUp, Restarts, Sleep, cancel_all_and_wait, every, supervise
+from rota.supervise import (
+    GaveUp,
+    Reachability,
+    Restarts,
+    Sleep,
+    cancel_all_and_wait,
+    every,
+    supervise,
+)
 
 log = structlog.get_logger("rota.housekeeping")
 REAP_BATCH = 1000
@@ -52,8 +60,10 @@ class Housekeeper:
         clock: Clock,
         restarts: Restarts | None = None,
         sleep: Sleep = asyncio.sleep,
+        reachability: Reachability | None = None,
     ) -> None:
         self.store = store
+        self.reachability = reachability or Reachability()
         self.settings = settings
         self.clock = clock
         self.restarts = restarts or Restarts()
@@ -105,10 +115,25 @@ class Housekeeper:
         await self.store.prune_workers(cutoff)
         return await self.store.prune_finished(cutoff, PRUNE_BATCH, term)
 
-    async def _reap_cycle(self, term: int | None) -> None:
-        await self.bury_dead_workers(term)  # first, so their runs are reaped right after
-        await self.reap_once(term)
+    async def reap_cycle(self, term: int | None = None) -> None:
+        """Declare silent workers dead, take back expired leases, expire deadlines.
+
+        After an outage of the database (seen by this node's election, which asks the
+        database every third of a leader lease, leading or not) leases are not taken
+        back and no worker is declared dead until the others had time to reconnect and
+        renew: every lease and heartbeat lapsed during the outage, and reaping them at
+        once would spend an attempt of every healthy run (and count towards poison).
+        Renewal does not check expiry, so a worker that renews within the grace keeps
+        its run; one that really died meanwhile is taken back when the grace ends."""
+        if not self.reachability.settling(self.clock.monotonic(), self.outage_grace_seconds):
+            await self.bury_dead_workers(term)  # first, so their runs are reaped next
+            await self.reap_once(term)
         await self.expire_deadlines(term)
+
+    @property
+    def outage_grace_seconds(self) -> float:
+        """Time for every worker to renew its leases and beat once after an outage."""
+        return max(self.settings.lease_seconds, 2 * self.settings.worker_heartbeat_seconds)
 
     async def _prune_cycle(self, term: int | None) -> None:
         await self.report_unclaimable()
@@ -161,7 +186,7 @@ class Housekeeper:
     ) -> list[tuple[str, float, Callable[[int | None], Awaitable[object]]]]:
         return [
             ("planner", self.settings.planner_interval_seconds, self.plan_once),
-            ("reaper", self.settings.reap_interval_seconds, self._reap_cycle),
+            ("reaper", self.settings.reap_interval_seconds, self.reap_cycle),
             ("pruner", PRUNE_EVERY_SECONDS, self._prune_cycle),
             ("vacuum", self.settings.vacuum_interval_seconds, self._vacuum),
         ]
@@ -174,6 +199,9 @@ async def stand_for_leader(
     the one assembly of elector and housekeeper that every kind of node uses (a worker,
     ``rota server --no-worker``). The election itself is supervised, so an error in it
     restarts it instead of leaving the node out of the race."""
-    keeper = Housekeeper(store, settings, clock, restarts)
-    elector = LeaderElector(store, node_id, settings.leader_lease_seconds, clock)
+    reachability = Reachability()  # seen by the election, heeded by the reaper
+    keeper = Housekeeper(store, settings, clock, restarts, reachability=reachability)
+    elector = LeaderElector(
+        store, node_id, settings.leader_lease_seconds, clock, reachability=reachability
+    )
     await supervise("election", lambda: elector.run(keeper.run), restarts)

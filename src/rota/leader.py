@@ -23,9 +23,9 @@ from typing import Any
 import structlog
 
 from rota.clock import Clock
-from rota.errors import StoreError
+from rota.errors import StoreError, StoreUnavailable
 from rota.store.port import Store
-from rota.supervise import Sleep, cancel_and_wait
+from rota.supervise import Reachability, Sleep, cancel_and_wait
 
 log = structlog.get_logger("rota.leader")
 # duties(term, still_leading): run the leader's work until still_leading() is False.
@@ -42,8 +42,10 @@ class LeaderElector:
         *,
         sleep: Sleep = asyncio.sleep,
         cancel_wait_seconds: float | None = None,
+        reachability: Reachability | None = None,
     ) -> None:
         self.store = store
+        self.reachability = reachability or Reachability()
         self.node_id = node_id
         self.lease_seconds = lease_seconds
         self.clock = clock
@@ -68,7 +70,11 @@ class LeaderElector:
             )
         except StoreError as exc:  # unreachable included: we cannot know we still lead
             log.warning("leader lease check failed", node_id=self.node_id, error=str(exc))
+            if isinstance(exc, StoreUnavailable):
+                self.reachability.unreachable()
             term = None
+        else:
+            self.reachability.reachable(self.clock.monotonic())
         if term != self.term:
             self.changes += 1
             if term is None:

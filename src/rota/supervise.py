@@ -218,3 +218,28 @@ def watched(coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
     task.set_name(name)
     task.add_done_callback(retrieve)
     return task
+
+
+class Reachability:
+    """Whether this node could reach the database lately, as its election found.
+
+    A database restart or a network outage cuts every node off at once: no worker can
+    renew its leases, so they all expire together. The first node to get back must not
+    take that for a cluster of crashed workers: :meth:`settling` tells the reaper to
+    wait until the others have had time to reconnect and renew (see housekeeping)."""
+
+    def __init__(self) -> None:
+        self._down = False
+        self._back_at: float | None = None
+
+    def unreachable(self) -> None:
+        self._down = True
+
+    def reachable(self, now: float) -> None:
+        if self._down:
+            self._down = False
+            self._back_at = now
+
+    def settling(self, now: float, grace: float) -> bool:
+        """Down, or back for less than ``grace`` seconds."""
+        return self._down or (self._back_at is not None and now - self._back_at < grace)
