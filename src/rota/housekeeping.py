@@ -125,7 +125,12 @@ class Housekeeper:
         once would spend an attempt of every healthy run (and count towards poison).
         Renewal does not check expiry, so a worker that renews within the grace keeps
         its run; one that really died meanwhile is taken back when the grace ends."""
-        if not self.reachability.settling(self.clock.monotonic(), self.outage_grace_seconds):
+        settling = self.reachability.settling(
+            self.clock.monotonic(),
+            grace=self.outage_grace_seconds,
+            long_enough=self.settings.lease_seconds / 3,  # a live worker missed a renewal
+        )
+        if not settling:
             await self.bury_dead_workers(term)  # first, so their runs are reaped next
             await self.reap_once(term)
         await self.expire_deadlines(term)

@@ -224,22 +224,33 @@ class Reachability:
     """Whether this node could reach the database lately, as its election found.
 
     A database restart or a network outage cuts every node off at once: no worker can
-    renew its leases, so they all expire together. The first node to get back must not
+    renew its leases, so they all lapse together. The first node to get back must not
     take that for a cluster of crashed workers: :meth:`settling` tells the reaper to
-    wait until the others have had time to reconnect and renew (see housekeeping)."""
+    wait until the others have had time to reconnect and renew (see housekeeping).
+    Only an outage long enough to have cost a live worker a renewal counts, so brief
+    blips (one broken connection) never hold reaping back."""
 
     def __init__(self) -> None:
         self._down = False
-        self._back_at: float | None = None
+        self._last_ok: float | None = None
+        self._outage: tuple[float | None, float] | None = None  # (last ok, back at)
 
     def unreachable(self) -> None:
         self._down = True
 
     def reachable(self, now: float) -> None:
         if self._down:
-            self._down = False
-            self._back_at = now
+            self._outage = (self._last_ok, now)
+        self._down = False
+        self._last_ok = now
 
-    def settling(self, now: float, grace: float) -> bool:
-        """Down, or back for less than ``grace`` seconds."""
-        return self._down or (self._back_at is not None and now - self._back_at < grace)
+    def settling(self, now: float, grace: float, long_enough: float) -> bool:
+        """Down, or back for less than ``grace`` seconds, after an outage of at least
+        ``long_enough`` seconds (unknown length, for a node that was never up, counts)."""
+        if self._down:
+            return self._last_ok is None or now - self._last_ok >= long_enough
+        if self._outage is None:
+            return False
+        last_ok, back_at = self._outage
+        lasted = long_enough if last_ok is None else back_at - last_ok
+        return lasted >= long_enough and now - back_at < grace

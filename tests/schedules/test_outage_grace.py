@@ -19,25 +19,26 @@ pytestmark = pytest.mark.timeout(60)
 LEASE = 30.0
 
 
-async def _claimed_then_lapsed(store: Store, clock: rota.FakeClock) -> Lease:
-    """A run claimed by a live worker whose lease lapsed while nobody reached the
-    database (the outage: the clock moved past the lease, no renewal got through)."""
+async def _claimed(store: Store, clock: rota.FakeClock) -> Lease:
+    """A run claimed by a worker whose lease then lapsed (the clock moved past it)."""
     [enqueued] = await store.enqueue([NewRun("report", "{}")], clock.db_now())
     [claimed] = await store.claim(ClaimRequest("w1", ("default",), 1, LEASE), clock.db_now())
-    clock.advance(seconds=LEASE * 2)
     return Lease(enqueued.run_id, claimed.fence)
 
 
-async def _back_from_an_outage(
-    store: Store, clock: rota.FakeClock, settings: Settings
+async def _outage(
+    store: Store, clock: rota.FakeClock, settings: Settings, lasting: float
 ) -> Housekeeper:
-    """A node whose election found the database unreachable, then reachable again."""
+    """A node whose election reached the database, then did not for ``lasting``
+    seconds (no renewal got through either), then did again."""
     reachability = Reachability()
     faulty = FaultyStore(store)
-    faulty.fail("acquire_leadership", times=1)  # StoreUnavailable: the outage
     elector = LeaderElector(faulty, "a", 10.0, clock, reachability=reachability)  # type: ignore[arg-type]
+    assert await elector.attempt() == 1
+    faulty.fail("acquire_leadership", times=1)  # StoreUnavailable: the outage
     assert await elector.attempt() is None
-    assert await elector.attempt() == 1  # back, and leading
+    clock.advance(seconds=lasting)
+    await elector.attempt()  # answered: back (leading again or not)
     return Housekeeper(store, settings, clock, reachability=reachability)
 
 
@@ -51,8 +52,8 @@ async def test_after_an_outage_the_reaper_waits_for_workers_to_renew(
     store: Store, clock: rota.FakeClock, settings: Settings
 ):
     settings = settings.with_overrides(lease_seconds=LEASE)
-    lease = await _claimed_then_lapsed(store, clock)
-    keeper = await _back_from_an_outage(store, clock, settings)
+    lease = await _claimed(store, clock)
+    keeper = await _outage(store, clock, settings, lasting=LEASE * 2)
     await keeper.reap_cycle()  # the lapsed lease is not taken yet
     assert await _state(store, lease.run_id) == RunState.CLAIMED
 
@@ -69,8 +70,8 @@ async def test_a_worker_that_died_in_the_outage_is_taken_back_after_the_grace(
     store: Store, clock: rota.FakeClock, settings: Settings
 ):
     settings = settings.with_overrides(lease_seconds=LEASE)
-    lease = await _claimed_then_lapsed(store, clock)
-    keeper = await _back_from_an_outage(store, clock, settings)
+    lease = await _claimed(store, clock)
+    keeper = await _outage(store, clock, settings, lasting=LEASE * 2)
     await keeper.reap_cycle()  # the lapsed lease is not taken yet
     assert await _state(store, lease.run_id) == RunState.CLAIMED
     clock.advance(seconds=keeper.outage_grace_seconds)
@@ -81,7 +82,19 @@ async def test_a_worker_that_died_in_the_outage_is_taken_back_after_the_grace(
 async def test_without_an_outage_a_lapsed_lease_is_taken_back_at_once(
     store: Store, clock: rota.FakeClock, settings: Settings
 ):
-    lease = await _claimed_then_lapsed(store, clock)
+    lease = await _claimed(store, clock)
+    clock.advance(seconds=LEASE * 2)
     keeper = Housekeeper(store, settings.with_overrides(lease_seconds=LEASE), clock)
+    await keeper.reap_cycle()
+    assert await _state(store, lease.run_id) == RunState.PENDING
+
+
+async def test_a_blip_shorter_than_a_renewal_holds_nothing_back(
+    store: Store, clock: rota.FakeClock, settings: Settings
+):
+    settings = settings.with_overrides(lease_seconds=LEASE)
+    lease = await _claimed(store, clock)
+    clock.advance(seconds=LEASE * 2)  # the worker died long before
+    keeper = await _outage(store, clock, settings, lasting=1.0)  # one broken connection
     await keeper.reap_cycle()
     assert await _state(store, lease.run_id) == RunState.PENDING
