@@ -25,6 +25,7 @@ from rota.leader import LeaderElector
 from rota.planner import Planner, TickReport
 from rota.store.port import Store
 from rota.supervise import (
+    CANCEL_WAIT_SECONDS,
     GaveUp,
     Reachability,
     Restarts,
@@ -41,7 +42,6 @@ PRUNE_EVERY_SECONDS = 60.0
 # Consecutive failures of one duty, over at least a leader lease, after which the
 # leader resigns (see DutiesFailing).
 GIVE_UP_AFTER = 5
-CANCEL_WAIT_SECONDS = 5.0
 
 
 class DutiesFailing(RotaError):

@@ -20,11 +20,10 @@ import structlog
 from rota.domain.runs import LogLine, Outcome
 from rota.errors import StoreError, StoreUnavailable
 from rota.store.port import Store
-from rota.supervise import Restarts, cancel_and_wait, supervise, watched
+from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, supervise, watched
 
 log = structlog.get_logger("rota.outcomes")
 MAX_BATCH = 500
-CANCEL_WAIT_SECONDS = 5.0
 
 
 @dataclass

@@ -30,6 +30,8 @@ import structlog
 from rota.errors import StoreError
 
 log = structlog.get_logger("rota.supervise")
+# How long a cancelled background task gets to end before its canceller moves on.
+CANCEL_WAIT_SECONDS = 5.0
 Sleep = Callable[[float], Awaitable[None]]
 
 

@@ -32,11 +32,10 @@ from rota.handlers import Registry
 from rota.housekeeping import stand_for_leader
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
-from rota.supervise import Restarts, cancel_and_wait, every, supervise, watched
+from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, every, supervise, watched
 
 log = structlog.get_logger("rota.worker")
 MAX_CLAIM_BATCH = 100
-CANCEL_WAIT_SECONDS = 5.0  # how long a cancelled background task gets to end
 
 
 def default_node_id() -> str:

@@ -27,8 +27,8 @@ from rota.api.routes import access, cluster, jobs, public, runs
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.housekeeping import stand_for_leader
-from rota.supervise import Restarts, cancel_and_wait, watched
-from rota.worker import CANCEL_WAIT_SECONDS, WorkerOptions, default_node_id
+from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, watched
+from rota.worker import WorkerOptions, default_node_id
 
 log = structlog.get_logger("rota.api")
 
