@@ -12,6 +12,7 @@ import rota
 from rota.domain.runs import RunFilter
 from rota.domain.states import AttemptOutcome, RunState
 from rota.errors import StoreUnavailable
+from rota.store.postgres import PostgresStore, pool
 from tests.engine.conftest import working
 from tests.helpers import eventually
 
@@ -65,3 +66,17 @@ async def test_connections_cut_mid_flight(make_app, db_url):
         await eventually(all_done, timeout=30, what="all runs to succeed after the cut")
     for run_id in run_ids:
         assert [a.outcome for a in await store.attempts(run_id)] == [AttemptOutcome.SUCCEEDED]
+
+
+async def test_a_call_after_the_server_ended_the_idle_connections_succeeds(db_url, monkeypatch):
+    """After a restart (here: every backend ended while the pool was idle) the first
+    call gets a live connection, not the dead one the pool kept."""
+    monkeypatch.setattr(pool, "IDLE_CHECK_SECONDS", 0.0)  # every checkout counts as idle
+    store = PostgresStore(db_url)
+    await store.open()
+    try:
+        await store.now(None)  # the pool holds an idle connection now
+        assert _cut_connections(db_url) >= 1
+        assert await store.now(None) is not None
+    finally:
+        await store.close()

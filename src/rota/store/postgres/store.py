@@ -59,6 +59,7 @@ from rota.store.postgres.base import (
     _translated,
 )
 from rota.store.postgres.jobs import PgJobs
+from rota.store.postgres.pool import CheckedPool
 from rota.store.postgres.registry import PgRegistry
 from rota.store.queries import latest_version, load_migrations
 from rota.store.reading import RunReads
@@ -160,7 +161,7 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
         # as a handler runs, so they never take the connections that claims, renewals
         # and completions need; a worker whose handlers hold every connection would
         # otherwise lose its leases while it is healthy.
-        self._pool = psycopg_pool.AsyncConnectionPool(
+        self._pool = CheckedPool(
             url,
             min_size=1,
             max_size=max(pool_size, 2),
@@ -169,7 +170,7 @@ class PostgresStore(PgJobs, PgRegistry, PgApi, RunReads):
             timeout=10,
         )
         self.handler_pool = handler_pool
-        self._handler_pool = psycopg_pool.AsyncConnectionPool(
+        self._handler_pool = CheckedPool(
             url,
             min_size=0,
             max_size=handler_pool.size,
