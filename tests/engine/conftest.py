@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
 import pytest
 
 import rota
@@ -54,3 +55,18 @@ async def working(app: rota.App, concurrency: int = 4, node_id: str = "w1") -> A
     finally:
         stop.set()
         await asyncio.wait_for(task, timeout=30)
+
+
+def with_side_effects_table(url: str) -> str:
+    """``url``'s database with an empty ``side_effects`` table, where handlers write
+    through ``ctx.transaction()`` (PostgreSQL)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS side_effects")
+        conn.execute("CREATE TABLE side_effects (run_id bigint, fence bigint)")
+    return url
+
+
+def side_effects(url: str) -> list[tuple[int, int]]:
+    """What the handlers wrote, as (run id, fence) in fence order."""
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT run_id, fence FROM side_effects ORDER BY fence").fetchall()

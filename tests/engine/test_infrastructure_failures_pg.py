@@ -14,7 +14,7 @@ import pytest
 import rota
 from rota.domain.states import AttemptOutcome, RunState
 from rota.errors import StoreUnavailable
-from tests.engine.conftest import working
+from tests.engine.conftest import side_effects, with_side_effects_table, working
 from tests.engine.test_infrastructure_failures import LEASE, _finished, _history
 from tests.helpers import eventually
 
@@ -23,15 +23,7 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture
 def db_url(pg_clean: str) -> str:
-    with psycopg.connect(pg_clean, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS side_effects")
-        conn.execute("CREATE TABLE side_effects (run_id bigint, fence bigint)")
-    return pg_clean
-
-
-def _side_effects(url: str) -> list[tuple[int, int]]:
-    with psycopg.connect(url) as conn:
-        return conn.execute("SELECT run_id, fence FROM side_effects ORDER BY fence").fetchall()
+    return with_side_effects_table(pg_clean)
 
 
 async def test_a_handler_transaction_cut_off_by_the_server_costs_no_attempt(make_app, db_url):
@@ -58,7 +50,7 @@ async def test_a_handler_transaction_cut_off_by_the_server_costs_no_attempt(make
         (1, AttemptOutcome.INFRASTRUCTURE),
         (1, AttemptOutcome.SUCCEEDED),
     ]
-    assert _side_effects(db_url) == [(run_id, 2)]  # the cut-off write never committed
+    assert side_effects(db_url) == [(run_id, 2)]  # the cut-off write never committed
 
 
 class _BreaksAtCommit:
@@ -119,13 +111,13 @@ async def test_a_completion_that_breaks_mid_commit_is_settled_at_once(make_app, 
     assert run.state is RunState.SUCCEEDED
     if lands:  # the first commit stands; nothing ran twice
         assert await _history(store, run_id) == [(1, AttemptOutcome.SUCCEEDED)]
-        assert _side_effects(db_url) == [(run_id, 1)]
+        assert side_effects(db_url) == [(run_id, 1)]
     else:  # retried at once, its attempt given back; never reaped as lost
         assert await _history(store, run_id) == [
             (1, AttemptOutcome.INFRASTRUCTURE),
             (1, AttemptOutcome.SUCCEEDED),
         ]
-        assert _side_effects(db_url) == [(run_id, 2)]
+        assert side_effects(db_url) == [(run_id, 2)]
 
 
 async def test_a_transaction_ended_by_its_own_idle_limit_is_the_handlers_failure(make_app, db_url):

@@ -11,7 +11,7 @@ import pytest
 import rota
 from rota.domain.states import RunState
 from tests.apps.proc_app import app as proc_app
-from tests.engine.conftest import working
+from tests.engine.conftest import side_effects, with_side_effects_table, working
 from tests.helpers import eventually, read_marks, start_worker, stop_all, wait_until
 from tests.waiting import wait_for_state
 
@@ -20,15 +20,7 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture
 def db_url(pg_clean: str) -> str:
-    with psycopg.connect(pg_clean, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS side_effects")
-        conn.execute("CREATE TABLE side_effects (run_id bigint, fence bigint)")
-    return pg_clean
-
-
-def _side_effects(url: str) -> list[tuple[int, int]]:
-    with psycopg.connect(url) as conn:
-        return conn.execute("SELECT run_id, fence FROM side_effects ORDER BY fence").fetchall()
+    return with_side_effects_table(pg_clean)
 
 
 async def test_write_and_completion_commit_together(make_app, db_url):
@@ -44,7 +36,7 @@ async def test_write_and_completion_commit_together(make_app, db_url):
     async with working(app):
         run_id = await app.enqueue_async("write", {})
         await wait_for_state(store, run_id, RunState.SUCCEEDED)
-    assert _side_effects(db_url) == [(run_id, 1)]
+    assert side_effects(db_url) == [(run_id, 1)]
 
 
 async def test_a_failing_handler_rolls_its_write_back(make_app, db_url):
@@ -60,7 +52,7 @@ async def test_a_failing_handler_rolls_its_write_back(make_app, db_url):
     async with working(app):
         run_id = await app.enqueue_async("write-then-fail", {})
         await wait_for_state(store, run_id, RunState.DEAD_LETTERED)
-    assert _side_effects(db_url) == []
+    assert side_effects(db_url) == []
 
 
 async def test_a_lost_fence_rolls_the_write_back(make_app, db_url):
@@ -80,7 +72,7 @@ async def test_a_lost_fence_rolls_the_write_back(make_app, db_url):
         await eventually(
             lambda: _rejected(store, run_id), what="the stale completion to be rejected"
         )
-    assert _side_effects(db_url) == []
+    assert side_effects(db_url) == []
     run = await store.get_run(run_id)
     # Untouched by the stale worker: still held under the newer fence.
     assert (run.state, run.fence) == (RunState.CLAIMED, 2)
@@ -105,7 +97,7 @@ def test_worker_killed_between_write_and_completion(db_url, tmp_path: Path):
         wait_until(lambda: any(m[-1] == "wrote" for m in read_marks(marks)), what="the write")
         w1.send_signal(signal.SIGKILL)
         w1.wait(timeout=10)
-        assert _side_effects(db_url) == [], "an uncommitted write must not be visible"
+        assert side_effects(db_url) == [], "an uncommitted write must not be visible"
         workers.append(start_worker(db_url, "w2", marks, lease_seconds=1.0))
         run = wait_until(
             lambda: (r := app.get_run(run_id)).state is RunState.SUCCEEDED and r,
@@ -116,7 +108,7 @@ def test_worker_killed_between_write_and_completion(db_url, tmp_path: Path):
         stop_all(workers)
         app.close()
     assert run.fence == 2
-    assert _side_effects(db_url) == [(run_id, 2)], "exactly one write, by the new fence"
+    assert side_effects(db_url) == [(run_id, 2)], "exactly one write, by the new fence"
 
 
 def test_enqueue_inside_the_callers_transaction(db_url):
@@ -141,6 +133,6 @@ def test_enqueue_inside_the_callers_transaction(db_url):
         ids = {run.id for run in app.list_runs(limit=10)}
         assert rolled_back not in ids
         assert {committed, again} <= ids
-        assert _side_effects(db_url) == []
+        assert side_effects(db_url) == []
     finally:
         app.close()
