@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -96,6 +97,18 @@ def stop_all(processes: list[subprocess.Popen[bytes]]) -> None:
             proc.kill()
     for proc in processes:
         proc.wait(timeout=10)
+
+
+def stop_gracefully(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """SIGTERM (so a server flushes its log and shuts down as in production), then a
+    kill if it has not ended within ``timeout``."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def read_marks(marks: Path) -> list[list[str]]:

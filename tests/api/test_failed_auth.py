@@ -6,7 +6,6 @@ unless they come from a configured proxy."""
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from rota.api.auth import mint_token
 from rota.api.ratelimit import FailureBudget
 from rota.clock import FakeClock
 
+from ..helpers import stop_gracefully
 from .conftest import ADMIN, api_settings, make_rota_app
 from .test_cli_e2e import free_port, start_server, wait_ready
 
@@ -150,12 +150,7 @@ def test_forwarded_for_gives_no_fresh_budget_unless_from_a_trusted_proxy(
             for n in range(6)
         ]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        stop_gracefully(proc)
     if trusted:
         assert statuses == [401] * 6, "each forwarded address is a client of its own"
     else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -28,7 +27,7 @@ import pytest
 from rota.api.auth import mint_token
 from rota.api.settings import ApiSettings
 
-from ..helpers import REPO
+from ..helpers import REPO, stop_gracefully
 from .conftest import ADMIN
 from .test_cli_e2e import free_port, wait_ready
 
@@ -116,12 +115,7 @@ def test_unhandled_errors_log_tracebacks_but_no_secret(
         token = mint_token(settings, "leak-tester", datetime.now(UTC), scopes=ADMIN)
         api_key, correlation_ids = force_500s(url, token)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        stop_gracefully(proc)
     output = log.read_text()
     secrets = {
         "signing key": SIGNING_KEY,
