@@ -30,6 +30,7 @@ from rota.domain.runs import (
     RunFilter,
 )
 from rota.domain.search import RunSearch
+from rota.domain.stats import FinishedCount, QueueCount
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 
 
@@ -236,6 +237,16 @@ class Store(Protocol):
     async def oldest_due_run_at(self, now: datetime | None) -> datetime | None:
         """The ``run_at`` of the longest-waiting run that is due (pending or retrying
         with ``run_at`` <= now), or None if none is due."""
+
+    async def live_queue_counts(self, now: datetime | None) -> list[QueueCount]:
+        """Runs that are not finished (pending, claimed, running, retrying) plus the dead
+        letters, counted per namespace, queue and state; waiting states carry the oldest
+        due ``run_at`` (<= now). Reads indexes only: cheap enough for a timer, never for
+        every scrape of every process."""
+
+    async def finished_counts(self, since: datetime, bucket_seconds: int) -> list[FinishedCount]:
+        """Runs that finished at or after ``since``, counted per time bucket, namespace,
+        queue and final state."""
 
     async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey: ...
 

@@ -7,9 +7,11 @@ from datetime import datetime
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.runs import Run
 from rota.domain.search import RunSearch, like_pattern
+from rota.domain.stats import FinishedCount, QueueCount
 from rota.store.api_rows import api_key_from_row, audit_from_row, audit_params
 from rota.store.postgres.base import PgBase
 from rota.store.rows import run_from_row
+from rota.store.stats_rows import finished_count_from_row, positive_bucket, queue_count_from_row
 
 
 class PgApi(PgBase):
@@ -36,6 +38,16 @@ class PgApi(PgBase):
     async def oldest_due_run_at(self, now: datetime | None) -> datetime | None:
         rows = await self._tuples("oldest_due_run_at", {"now": now})
         return rows[0][0] if rows else None
+
+    async def live_queue_counts(self, now: datetime | None) -> list[QueueCount]:
+        rows = await self._rows("live_queue_counts", {"now": now})
+        return [queue_count_from_row(row) for row in rows]
+
+    async def finished_counts(self, since: datetime, bucket_seconds: int) -> list[FinishedCount]:
+        rows = await self._rows(
+            "finished_counts", {"since": since, "bucket": positive_bucket(bucket_seconds)}
+        )
+        return [finished_count_from_row(row) for row in rows]
 
     async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey:
         rows = await self._rows(

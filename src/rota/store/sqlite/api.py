@@ -13,9 +13,11 @@ from rota.domain.runs import (
     Run,
 )
 from rota.domain.search import RunSearch, like_pattern
+from rota.domain.stats import FinishedCount, QueueCount
 from rota.store.api_rows import api_key_from_row, audit_from_row, audit_params
 from rota.store.rows import run_from_row
-from rota.store.sqlite.base import Q, SqliteBase, _dt, _ts
+from rota.store.sqlite.base import Q, SqliteBase, _decoded, _dt, _ts
+from rota.store.stats_rows import finished_count_from_row, positive_bucket, queue_count_from_row
 
 
 class SqliteApi(SqliteBase):
@@ -45,6 +47,19 @@ class SqliteApi(SqliteBase):
             return None if value is None else float(value)
 
         return _dt(await self._call(work))
+
+    async def live_queue_counts(self, now: datetime | None) -> list[QueueCount]:
+        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            at = now.timestamp() if now else conn.execute(Q["db_now"]).fetchone()[0]
+            return [_decoded(row) for row in conn.execute(Q["live_queue_counts"], {"now": at})]
+
+        return [queue_count_from_row(row) for row in await self._call(work)]
+
+    async def finished_counts(self, since: datetime, bucket_seconds: int) -> list[FinishedCount]:
+        rows = await self._rows(
+            "finished_counts", {"since": _ts(since), "bucket": positive_bucket(bucket_seconds)}
+        )
+        return [finished_count_from_row(row) for row in rows]
 
     async def _api_key_rows(
         self, query: str, params: dict[str, Any], now: datetime | None = None, write: bool = False

@@ -43,6 +43,8 @@ _INSTANT_COLUMNS = (
     "heartbeat_at",
     "planning_failed_at",
     "planning_retry_at",
+    "oldest_due_at",
+    "bucket_start",
 )
 
 

@@ -578,3 +578,23 @@ WHERE (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[])
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
 ORDER BY id DESC
 LIMIT %(limit)s;
+
+-- name: live_queue_counts
+-- Unfinished runs and dead letters per namespace, queue and state (rota_runs_state_id).
+SELECT namespace, queue, state, count(*) AS count,
+       min(run_at) FILTER (WHERE state IN ('pending', 'retrying')
+                            AND run_at <= COALESCE(%(now)s::timestamptz, now())) AS oldest_due_at
+FROM rota_runs
+WHERE state IN ('pending', 'claimed', 'running', 'retrying', 'dead_lettered')
+GROUP BY namespace, queue, state
+ORDER BY namespace, queue, state;
+
+-- name: finished_counts
+-- Runs finished since %(since)s per epoch-aligned bucket (rota_runs_finished).
+SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s)
+           AS bucket_start,
+       namespace, queue, state, count(*) AS count
+FROM rota_runs
+WHERE finished_at IS NOT NULL AND finished_at >= %(since)s::timestamptz
+GROUP BY 1, namespace, queue, state
+ORDER BY 1, namespace, queue, state;

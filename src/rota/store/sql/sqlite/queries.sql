@@ -413,3 +413,22 @@ WHERE (:namespaces IS NULL OR namespace IN (SELECT value FROM json_each(:namespa
   AND (:before_id IS NULL OR id < :before_id)
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: live_queue_counts
+-- Unfinished runs and dead letters per namespace, queue and state (rota_runs_state_id).
+SELECT namespace, queue, state, count(*) AS count,
+       min(CASE WHEN state IN ('pending', 'retrying') AND run_at <= :now THEN run_at END)
+           AS oldest_due_at
+FROM rota_runs
+WHERE state IN ('pending', 'claimed', 'running', 'retrying', 'dead_lettered')
+GROUP BY namespace, queue, state
+ORDER BY namespace, queue, state;
+
+-- name: finished_counts
+-- Runs finished since :since per epoch-aligned bucket (rota_runs_finished).
+SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket AS bucket_start,
+       namespace, queue, state, count(*) AS count
+FROM rota_runs
+WHERE finished_at IS NOT NULL AND finished_at >= :since
+GROUP BY 1, namespace, queue, state
+ORDER BY 1, namespace, queue, state;
