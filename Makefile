@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run demo test lint format bench chaos install clean
+.PHONY: run demo test lint format bench chaos install clean openapi
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest
+
+# The committed OpenAPI document (docs/openapi.json), which the clients are generated
+# from; a test fails when the served document drifts from it.
+openapi: install
+	$(BIN)/python -m rota.api.document docs/openapi.json
 
 LINTED := src tests chaos $(wildcard bench)
 

@@ -184,8 +184,40 @@ class TriggerRequest(Request):
     payload: JsonValue = None
 
 
-class Triggered(BaseModel):
+class RunCreated(BaseModel):
+    """The run a trigger or an enqueue made (or, for a repeated ``Idempotency-Key``, the
+    run the first request made)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"run_id": 4211}]})
+
     run_id: int
+
+
+class EnqueueRequest(Request):
+    """One run of a handler the server knows; fields left out take the handler's
+    defaults."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"handler": "export", "payload": {"account": 42}, "queue": "exports"},
+                {"handler": "report", "run_at": "2030-01-01T09:00:00+01:00", "priority": 2},
+            ]
+        },
+    )
+
+    handler: Name
+    payload: JsonValue = None
+    run_at: Instant | None = Field(None, description="Not before then (default: now).")
+    priority: Priority | None = Field(None, description="1 (most urgent) to 10.")
+    queue: Name | None = None
+    max_attempts: Annotated[int, Field(ge=1, le=1000)] | None = None
+    timeout_seconds: Seconds | None = None
+    tags: list[Name] | None = Field(None, max_length=50, description="Added to the handler's.")
+    concurrency_key: Name | None = None
+    key_limit: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    deadline: Instant | None = Field(None, description="Start by then or be cancelled.")
 
 
 # -- runs -----------------------------------------------------------------------------
