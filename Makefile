@@ -35,10 +35,11 @@ demo: install
 test: install
 	$(BIN)/python -m pytest
 
-# The committed OpenAPI document (docs/openapi.json), which the clients are generated
-# from; a test fails when the served document drifts from it.
+# The committed OpenAPI document (docs/openapi.json) and the TypeScript client's types
+# generated from it; tests fail when either drifts from what the server serves.
 openapi: install
 	$(BIN)/python -m rota.api.document docs/openapi.json
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run generate
 
 LINTED := src tests chaos $(wildcard bench)
 

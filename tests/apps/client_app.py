@@ -1,4 +1,6 @@
-"""Handlers the client tests (Python and TypeScript) drive through a live server."""
+"""Handlers the client tests (Python and TypeScript) drive through a live server: the
+examples `make run` serves (so the README's client examples run as printed against this
+server too) and three of the tests' own."""
 
 from __future__ import annotations
 
@@ -6,8 +8,7 @@ import asyncio
 from typing import Any
 
 import rota
-
-app = rota.App()
+from rota.examples import app
 
 
 @app.handler("echo")

@@ -4,6 +4,10 @@ errors, pagination and the checks made before anything is sent."""
 from __future__ import annotations
 
 import math
+import os
+import re
+import subprocess
+import sys
 from datetime import datetime
 
 import httpx
@@ -11,6 +15,7 @@ import pytest
 
 from rota.client import ApiError, AsyncRotaClient, RotaClient, RunNotFinished, ServerUnreachable
 from rota.errors import InvalidArgument
+from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -150,3 +155,21 @@ def test_reads_and_keyed_writes_are_retried_after_a_bad_gateway() -> None:
 def test_an_unreachable_server_is_named() -> None:
     with RotaClient("http://127.0.0.1:1", retries=0) as rota, pytest.raises(ServerUnreachable):
         rota.list_jobs()
+
+
+def test_readme_example_runs_as_printed(live_server: str, admin_token: str) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## From other services") :]
+    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    env = {**os.environ, "ROTA_URL": live_server, "ROTA_TOKEN": admin_token}
+    result = subprocess.run(
+        [sys.executable, "-c", block.group(1)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "succeeded {'rows': 500}"
