@@ -747,7 +747,25 @@ export interface components {
             /** Status */
             status: string;
         };
-        /** JobCreate */
+        /**
+         * JobCreate
+         * @example {
+         *       "cron": "0 2 * * *",
+         *       "handler": "send-report",
+         *       "name": "nightly-report",
+         *       "payload": {
+         *         "to": "team@example.com"
+         *       },
+         *       "timezone": "Europe/Berlin"
+         *     }
+         * @example {
+         *       "handler": "export-csv",
+         *       "name": "adhoc-export",
+         *       "payload": {
+         *         "rows": 500
+         *       }
+         *     }
+         */
         JobCreate: {
             /** At */
             at?: string | null;
@@ -1127,6 +1145,11 @@ export interface components {
         /**
          * TriggerRequest
          * @description Run the job now; ``payload`` (if given) replaces the job's for this run.
+         * @example {
+         *       "payload": {
+         *         "rows": 10
+         *       }
+         *     }
          */
         TriggerRequest: {
             payload?: components["schemas"]["JsonValue"];

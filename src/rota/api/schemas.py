@@ -82,6 +82,22 @@ class JobFields(Request):
 
 
 class JobCreate(JobFields):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "nightly-report",
+                    "handler": "send-report",
+                    "cron": "0 2 * * *",
+                    "timezone": "Europe/Berlin",
+                    "payload": {"to": "team@example.com"},
+                },
+                {"name": "adhoc-export", "handler": "export-csv", "payload": {"rows": 500}},
+            ]
+        },
+    )
+
     name: Name
     namespace: Name = "default"
 
@@ -180,6 +196,10 @@ class JobList(BaseModel):
 
 class TriggerRequest(Request):
     """Run the job now; ``payload`` (if given) replaces the job's for this run."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"payload": {"rows": 10}}]}
+    )
 
     payload: JsonValue = None
 
