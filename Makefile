@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run demo test lint format bench chaos install clean
+.PHONY: run demo test lint format bench chaos install clean openapi
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest
+
+# The committed OpenAPI document (docs/openapi.json) and the TypeScript client's types
+# generated from it; tests fail when either drifts from what the server serves.
+openapi: install
+	$(BIN)/python -m rota.api.document docs/openapi.json
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run generate
 
 LINTED := src tests chaos $(wildcard bench)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
@@ -15,8 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rota.client import ApiError, RotaClient, ServerUnreachable
-from rota.domain.states import TERMINAL_STATES
+from rota.client import ApiError, RotaClient, RunNotFinished, ServerUnreachable
 from rota.endpoint import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_URL
 from rota.errors import RotaError
 
@@ -270,14 +268,10 @@ def jobs_trigger(
 
 
 def _wait_for(client: RotaClient, run_id: int, seconds: float) -> dict[str, Any]:
-    deadline = time.monotonic() + seconds
-    while True:
-        run: dict[str, Any] = client.get_run(run_id)["run"]
-        if run["state"] in TERMINAL_STATES:  # a StrEnum: the API's state strings match
-            return run
-        if time.monotonic() > deadline:
-            _fail(f"run {run_id} is still {run['state']} after {seconds:g} s")
-        time.sleep(0.2)
+    try:
+        return client.wait_for(run_id, timeout=seconds)
+    except RunNotFinished as exc:
+        _fail(str(exc))
 
 
 # -- runs -----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from rota.domain.values import check_id, check_instant, check_text
 from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry
+from rota.payloads import check_payload
 from rota.store.port import Store
 
 # Which namespaces a caller may see: None means every one.
@@ -130,6 +131,23 @@ def new_run(
 
 async def enqueue(store: Store, clock: Clock, runs: Sequence[NewRun]) -> list[int]:
     return [e.run_id for e in await store.enqueue(runs, clock.db_now())]
+
+
+async def enqueue_in(
+    store: Store,
+    clock: Clock,
+    registry: Registry,
+    namespace: str,
+    request: RunRequest,
+    correlation_id: str | None = None,
+) -> int:
+    """One run of a registered handler in ``namespace`` (the HTTP API's enqueue), its
+    payload checked against the handler's type; a repeated idempotency key returns the
+    run the first request made."""
+    check_payload(registry, request.handler, request.payload)
+    run = new_run(registry, request, clock.now(), correlation_id)
+    [run_id] = await enqueue(store, clock, [dataclasses.replace(run, namespace=namespace)])
+    return run_id
 
 
 async def get_run(store: Store, run_id: int, namespaces: Namespaces = None) -> Run:

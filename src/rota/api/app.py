@@ -72,6 +72,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         lifespan=lifespan,
         redoc_url=None,
         dependencies=[Depends(problems.refuse_unknown_query)],
+        generate_unique_id_function=operation_id,
     )
     api.state.rota = context
     problems.install(api)
@@ -90,6 +91,13 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
     api.add_middleware(EdgeMiddleware, body_limit_bytes=settings.body_limit_bytes)
     api.openapi = lambda: _openapi(api)  # type: ignore[method-assign]
     return api
+
+
+def operation_id(route: APIRoute) -> str:
+    """An operation's id is its route function's name (``enqueue_run``, ``list_jobs``):
+    stable and readable, so generated clients keep their method names across releases.
+    Names are unique across routers (tests/api/test_openapi_document.py checks)."""
+    return route.name
 
 
 def api_routes(api: FastAPI) -> list[tuple[str, APIRoute]]:

@@ -82,6 +82,22 @@ class JobFields(Request):
 
 
 class JobCreate(JobFields):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "nightly-report",
+                    "handler": "send-report",
+                    "cron": "0 2 * * *",
+                    "timezone": "Europe/Berlin",
+                    "payload": {"to": "team@example.com"},
+                },
+                {"name": "adhoc-export", "handler": "export-csv", "payload": {"rows": 500}},
+            ]
+        },
+    )
+
     name: Name
     namespace: Name = "default"
 
@@ -181,11 +197,47 @@ class JobList(BaseModel):
 class TriggerRequest(Request):
     """Run the job now; ``payload`` (if given) replaces the job's for this run."""
 
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"payload": {"rows": 10}}]}
+    )
+
     payload: JsonValue = None
 
 
-class Triggered(BaseModel):
+class RunCreated(BaseModel):
+    """The run a trigger or an enqueue made (or, for a repeated ``Idempotency-Key``, the
+    run the first request made)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"run_id": 4211}]})
+
     run_id: int
+
+
+class EnqueueRequest(Request):
+    """One run of a handler the server knows; fields left out take the handler's
+    defaults."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"handler": "export", "payload": {"account": 42}, "queue": "exports"},
+                {"handler": "report", "run_at": "2030-01-01T09:00:00+01:00", "priority": 2},
+            ]
+        },
+    )
+
+    handler: Name
+    payload: JsonValue = None
+    run_at: Instant | None = Field(None, description="Not before then (default: now).")
+    priority: Priority | None = Field(None, description="1 (most urgent) to 10.")
+    queue: Name | None = None
+    max_attempts: Annotated[int, Field(ge=1, le=1000)] | None = None
+    timeout_seconds: Seconds | None = None
+    tags: list[Name] | None = Field(None, max_length=50, description="Added to the handler's.")
+    concurrency_key: Name | None = None
+    key_limit: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    deadline: Instant | None = Field(None, description="Start by then or be cancelled.")
 
 
 # -- runs -----------------------------------------------------------------------------

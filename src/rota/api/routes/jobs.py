@@ -10,7 +10,7 @@ from rota import payloads, schedules
 from rota.api.auth import Manager, Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target, correlation_id
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import JobCreate, JobList, JobOut, JobUpdate, Name, Triggered, TriggerRequest
+from rota.api.schemas import JobCreate, JobList, JobOut, JobUpdate, Name, RunCreated, TriggerRequest
 from rota.domain.access import Principal
 from rota.domain.jobs import Job, JobSpec
 from rota.errors import JobNotFound
@@ -81,6 +81,7 @@ async def create_job(
 async def get_job(
     name: Name, principal: Reader, store: StoreDep, namespace: NamespaceQuery = "default"
 ) -> JobOut:
+    """One job: its schedule, policies, next fire and planning state."""
     _visible(principal, namespace, name)
     return JobOut.of(await schedules.get_job(store, namespace, name))
 
@@ -181,7 +182,7 @@ async def trigger_job(
             description="Retrying with the same key returns the same run.",
         ),
     ] = None,
-) -> Triggered:
+) -> RunCreated:
     """Run the job now, whatever its schedule; the body's payload replaces the job's."""
     audit_target(request, f"job {namespace}/{name}", namespace)
     _visible(principal, namespace, name)
@@ -196,4 +197,4 @@ async def trigger_job(
         correlation_id(request),
         context.rota_app.registry,
     )
-    return Triggered(run_id=run_id)
+    return RunCreated(run_id=run_id)

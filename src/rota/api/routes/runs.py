@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request
 
 from rota import services
 from rota.api import pagination
@@ -15,6 +15,7 @@ from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import (
     MAX_ID,
     AttemptOut,
+    EnqueueRequest,
     Instant,
     LogLineOut,
     Name,
@@ -22,6 +23,7 @@ from rota.api.schemas import (
     ReplayManyOut,
     ReplayResultOut,
     Requeued,
+    RunCreated,
     RunDetailOut,
     RunLogs,
     RunOut,
@@ -30,11 +32,14 @@ from rota.api.schemas import (
 from rota.domain.access import Principal
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
+from rota.errors import InvalidArgument
+from rota.services import RunRequest
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 dlq = APIRouter(prefix="/api/v1/dlq", tags=["dead-letter queue"])
 RunId = Annotated[int, Path(ge=1, le=MAX_ID)]
 CURSOR = "run"
+NamespaceQuery = Annotated[Name, Query(description="The namespace the run belongs to.")]
 
 
 class RunFilters:
@@ -99,6 +104,54 @@ async def _page(
         items=[RunOut.of(run) for run in runs],
         next_cursor=pagination.next_cursor(CURSOR, [r.id for r in runs], filters.limit),
     )
+
+
+@router.post("", status_code=201, responses=responses(*AUTHENTICATED, 400))
+async def enqueue_run(
+    request: Request,
+    principal: Trigger,
+    context: Context,
+    store: StoreDep,
+    body: Annotated[EnqueueRequest, Body()],
+    namespace: NamespaceQuery = "default",
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=255,
+            description="Retrying with the same key returns the same run.",
+        ),
+    ] = None,
+) -> RunCreated:
+    """Run a handler the server knows, once, now or at ``run_at``: what a service that
+    is not written in Python calls to start background work."""
+    audit_target(request, f"handler {body.handler}", namespace)
+    if not principal.can_see(namespace):
+        raise InvalidArgument("namespace", namespace, "a namespace your credentials cover")
+    run_request = RunRequest(
+        handler=body.handler,
+        payload=body.payload,
+        run_at=body.run_at,
+        priority=body.priority,
+        idempotency_key=idempotency_key,
+        queue=body.queue,
+        max_attempts=body.max_attempts,
+        timeout=body.timeout_seconds,
+        tags=body.tags,
+        concurrency_key=body.concurrency_key,
+        key_limit=body.key_limit,
+        deadline=body.deadline,
+    )
+    run_id = await services.enqueue_in(
+        store,
+        context.clock,
+        context.rota_app.registry,
+        namespace,
+        run_request,
+        correlation_id(request),
+    )
+    return RunCreated(run_id=run_id)
 
 
 @router.get("", responses=responses(*AUTHENTICATED, 400))

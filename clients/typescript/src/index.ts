@@ -1,0 +1,433 @@
+/**
+ * A typed client for rota's HTTP API. The types come from the committed OpenAPI
+ * document (src/schema.ts is generated from docs/openapi.json: `npm run generate`);
+ * this file is the small hand-written layer over them. No runtime dependency beyond
+ * the platform's `fetch`.
+ */
+import type { components, operations } from "./schema.js";
+
+type Schemas = components["schemas"];
+export type Run = Schemas["RunOut"];
+export type RunState = Schemas["RunState"];
+export type RunDetail = Schemas["RunDetailOut"];
+export type RunPage = Schemas["RunPage"];
+export type LogLine = Schemas["LogLineOut"];
+export type Job = Schemas["JobOut"];
+export type JobCreate = Schemas["JobCreate"];
+export type JobUpdate = Schemas["JobUpdate"];
+export type EnqueueRequest = Schemas["EnqueueRequest"];
+export type Worker = Schemas["WorkerOut"];
+export type Leader = Schemas["LeaderOut"];
+export type ReplayResult = Schemas["ReplayResultOut"];
+export type Problem = Schemas["Problem"];
+export type RunFilters = NonNullable<operations["list_runs"]["parameters"]["query"]>;
+export type DeadFilters = NonNullable<operations["list_dead"]["parameters"]["query"]>;
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** The states a run does not leave. */
+export const FINISHED_STATES: ReadonlySet<RunState> = new Set<RunState>([
+  "succeeded",
+  "failed",
+  "timed_out",
+  "cancelled",
+  "dead_lettered",
+]);
+const RETRY_STATUSES = new Set([502, 503, 504]);
+
+export class RotaError extends Error {
+  override name = "RotaError";
+}
+
+/** A problem response (RFC 9457) from the server. */
+export class ApiError extends RotaError {
+  override name = "ApiError";
+  readonly type: string;
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string;
+  constructor(readonly problem: Problem) {
+    const detail = problem.detail ?? problem.title;
+    super(`${detail} (HTTP ${problem.status})`);
+    this.type = problem.type;
+    this.status = problem.status;
+    this.title = problem.title;
+    this.detail = detail;
+  }
+}
+
+/** The server could not be reached (or did not answer within the timeout). */
+export class ServerUnreachable extends RotaError {
+  override name = "ServerUnreachable";
+}
+
+/** `waitFor` gave up: the run had not finished within the timeout. */
+export class RunNotFinished extends RotaError {
+  override name = "RunNotFinished";
+  constructor(
+    readonly runId: number,
+    readonly state: RunState,
+    readonly timeoutMs: number,
+  ) {
+    super(`run ${runId} is still ${state} after ${timeoutMs} ms`);
+  }
+}
+
+export interface ClientOptions {
+  /** The server's base URL, e.g. http://127.0.0.1:5017 */
+  baseUrl: string;
+  /** A JWT or an API key, sent as `Authorization: Bearer ...`. */
+  token?: string | undefined;
+  /** Per request; default 10 s. */
+  timeoutMs?: number;
+  /** Retries of reads and idempotent writes after a dropped connection or a 502/503/504; default 2. */
+  retries?: number;
+  /** Another fetch (tests, proxies); default the global one. */
+  fetch?: typeof fetch;
+}
+
+interface Call {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  path: string;
+  query?: Record<string, unknown> | undefined;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Safe to send again: reads, and writes that are idempotent or carry a key. */
+  retryable?: boolean;
+}
+
+export class RotaClient {
+  readonly baseUrl: string;
+  private readonly token: string | undefined;
+  private readonly timeoutMs: number;
+  private readonly retries: number;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = checkBaseUrl(options?.baseUrl);
+    this.token = options.token;
+    this.timeoutMs = checkPositive("timeoutMs", options.timeoutMs ?? 10_000);
+    const retries = options.retries ?? 2;
+    if (!Number.isInteger(retries) || retries < 0 || retries > 10) {
+      throw new RangeError(`retries=${String(retries)} is not allowed: use an integer from 0 to 10`);
+    }
+    this.retries = retries;
+    this.fetchFn = options.fetch ?? globalThis.fetch;
+  }
+
+  // -- jobs -------------------------------------------------------------------------
+  async listJobs(namespace?: string): Promise<Job[]> {
+    const page = await this.call<Schemas["JobList"]>({
+      method: "GET",
+      path: "/api/v1/jobs",
+      query: { namespace },
+      retryable: true,
+    });
+    return page.items;
+  }
+
+  getJob(name: string, namespace = "default"): Promise<Job> {
+    return this.call({ method: "GET", path: `/api/v1/jobs/${seg(name)}`, query: { namespace }, retryable: true });
+  }
+
+  createJob(job: JobCreate): Promise<Job> {
+    checkJson("job", job);
+    return this.call({ method: "POST", path: "/api/v1/jobs", body: job });
+  }
+
+  updateJob(name: string, changes: JobUpdate, namespace = "default"): Promise<Job> {
+    checkJson("changes", changes);
+    // Applying the same changes twice leaves the same job: safe to retry.
+    return this.call({
+      method: "PATCH",
+      path: `/api/v1/jobs/${seg(name)}`,
+      query: { namespace },
+      body: changes,
+      retryable: true,
+    });
+  }
+
+  async deleteJob(name: string, namespace = "default"): Promise<void> {
+    await this.call({ method: "DELETE", path: `/api/v1/jobs/${seg(name)}`, query: { namespace } });
+  }
+
+  pauseJob(name: string, namespace = "default"): Promise<Job> {
+    return this.call({ method: "POST", path: `/api/v1/jobs/${seg(name)}/pause`, query: { namespace }, retryable: true });
+  }
+
+  resumeJob(name: string, namespace = "default"): Promise<Job> {
+    return this.call({ method: "POST", path: `/api/v1/jobs/${seg(name)}/resume`, query: { namespace }, retryable: true });
+  }
+
+  /** Run a job now; resolves to the run's id. */
+  async trigger(
+    name: string,
+    options: { payload?: JsonValue; namespace?: string; idempotencyKey?: string } = {},
+  ): Promise<number> {
+    const body = options.payload === undefined ? undefined : { payload: checkJson("payload", options.payload) };
+    const created = await this.call<Schemas["RunCreated"]>({
+      method: "POST",
+      path: `/api/v1/jobs/${seg(name)}/trigger`,
+      query: { namespace: options.namespace ?? "default" },
+      body,
+      headers: { "Idempotency-Key": options.idempotencyKey ?? newKey() },
+      retryable: true,
+    });
+    return created.run_id;
+  }
+
+  // -- runs -------------------------------------------------------------------------
+  /** One run of a handler the server knows; resolves to its id (the first run's id
+   * again for a repeated idempotency key; one is made up when none is given, so a
+   * retried request never starts the work twice). */
+  async enqueue(
+    request: EnqueueRequest,
+    options: { namespace?: string; idempotencyKey?: string } = {},
+  ): Promise<number> {
+    if (typeof request?.handler !== "string" || request.handler === "") {
+      throw new TypeError("enqueue: handler must be a non-empty string");
+    }
+    checkJson("payload", request.payload ?? null);
+    if (request.timeout_seconds != null) checkPositive("timeout_seconds", request.timeout_seconds);
+    const created = await this.call<Schemas["RunCreated"]>({
+      method: "POST",
+      path: "/api/v1/runs",
+      query: { namespace: options.namespace ?? "default" },
+      body: request,
+      headers: { "Idempotency-Key": options.idempotencyKey ?? newKey() },
+      retryable: true,
+    });
+    return created.run_id;
+  }
+
+  getRun(runId: number): Promise<RunDetail> {
+    return this.call({ method: "GET", path: `/api/v1/runs/${checkId(runId)}`, retryable: true });
+  }
+
+  /** One page of runs, newest first; pass `next_cursor` back as `cursor` for the next. */
+  listRuns(filters: RunFilters = {}): Promise<RunPage> {
+    return this.call({ method: "GET", path: "/api/v1/runs", query: filters, retryable: true });
+  }
+
+  /** Every run matching `filters`, fetched page by page as you iterate. */
+  runs(filters: RunFilters = {}): AsyncIterableIterator<Run> {
+    return this.pages((cursor) => this.listRuns({ ...filters, cursor }));
+  }
+
+  async runLogs(runId: number): Promise<LogLine[]> {
+    const logs = await this.call<Schemas["RunLogs"]>({
+      method: "GET",
+      path: `/api/v1/runs/${checkId(runId)}/logs`,
+      retryable: true,
+    });
+    return logs.lines;
+  }
+
+  /** A waiting run is cancelled at once; a running one is asked to stop. */
+  cancelRun(runId: number): Promise<Run> {
+    return this.call({ method: "POST", path: `/api/v1/runs/${checkId(runId)}/cancel`, retryable: true });
+  }
+
+  /** Run a finished run again as a fresh run; asking twice gives the same new run. */
+  async requeueRun(runId: number): Promise<number> {
+    const answer = await this.call<Schemas["Requeued"]>({
+      method: "POST",
+      path: `/api/v1/runs/${checkId(runId)}/requeue`,
+      retryable: true,
+    });
+    return answer.new_run_id;
+  }
+
+  /** Poll until the run has finished; rejects with RunNotFinished after `timeoutMs`. */
+  async waitFor(runId: number, options: { timeoutMs?: number; pollMs?: number } = {}): Promise<Run> {
+    const timeoutMs = checkPositive("timeoutMs", options.timeoutMs ?? 60_000);
+    const pollMs = checkPositive("pollMs", options.pollMs ?? 200);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { run } = await this.getRun(runId);
+      if (FINISHED_STATES.has(run.state)) return run;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new RunNotFinished(runId, run.state, timeoutMs);
+      await sleep(Math.min(pollMs, left));
+    }
+  }
+
+  // -- dead letters -----------------------------------------------------------------
+  listDead(filters: DeadFilters = {}): Promise<RunPage> {
+    return this.call({ method: "GET", path: "/api/v1/dlq", query: filters, retryable: true });
+  }
+
+  deadRuns(filters: DeadFilters = {}): AsyncIterableIterator<Run> {
+    return this.pages((cursor) => this.listDead({ ...filters, cursor }));
+  }
+
+  /** Replay dead-lettered runs; one result per id (`new_run_id` or `error`). */
+  async replayDead(runIds: number[]): Promise<ReplayResult[]> {
+    if (!Array.isArray(runIds) || runIds.length === 0) {
+      throw new TypeError("replayDead: give at least one run id");
+    }
+    const answer = await this.call<Schemas["ReplayManyOut"]>({
+      method: "POST",
+      path: "/api/v1/dlq/replay",
+      body: { run_ids: runIds.map(checkId) },
+      retryable: true,
+    });
+    return answer.results;
+  }
+
+  // -- cluster ----------------------------------------------------------------------
+  async listWorkers(): Promise<Worker[]> {
+    const page = await this.call<Schemas["WorkerList"]>({ method: "GET", path: "/api/v1/workers", retryable: true });
+    return page.items;
+  }
+
+  drainWorker(nodeId: string): Promise<Worker> {
+    return this.call({ method: "POST", path: `/api/v1/workers/${seg(nodeId)}/drain`, retryable: true });
+  }
+
+  resumeWorker(nodeId: string): Promise<Worker> {
+    return this.call({ method: "POST", path: `/api/v1/workers/${seg(nodeId)}/resume`, retryable: true });
+  }
+
+  /** The leader's lease, or null when no node holds it. */
+  async leader(): Promise<Leader | null> {
+    const state = await this.call<Schemas["LeaderState"]>({ method: "GET", path: "/api/v1/leader", retryable: true });
+    return state.leader;
+  }
+
+  // -- plumbing ---------------------------------------------------------------------
+  private async *pages(next: (cursor: string | null) => Promise<RunPage>): AsyncIterableIterator<Run> {
+    let cursor: string | null = null;
+    do {
+      const page: RunPage = await next(cursor);
+      yield* page.items;
+      cursor = page.next_cursor ?? null;
+    } while (cursor);
+  }
+
+  private async call<T>(call: Call): Promise<T> {
+    const tries = call.retryable ? 1 + this.retries : 1;
+    for (let attempt = 0; ; attempt++) {
+      let response: Response;
+      try {
+        response = await this.fetchFn(this.url(call), {
+          method: call.method,
+          headers: this.headers(call),
+          body: call.body === undefined ? null : JSON.stringify(call.body),
+          signal: AbortSignal.timeout(this.timeoutMs),
+        });
+      } catch (error) {
+        if (attempt + 1 < tries) {
+          await sleep(backoffMs(attempt));
+          continue;
+        }
+        throw new ServerUnreachable(`cannot reach the rota server at ${this.baseUrl} (${String(error)})`);
+      }
+      if (RETRY_STATUSES.has(response.status) && attempt + 1 < tries) {
+        await sleep(backoffMs(attempt));
+        continue;
+      }
+      return (await decode(response)) as T;
+    }
+  }
+
+  private url(call: Call): string {
+    const url = new URL(this.baseUrl + call.path);
+    for (const [key, value] of Object.entries(call.query ?? {})) {
+      if (value === undefined || value === null) continue;
+      for (const item of Array.isArray(value) ? value : [value]) url.searchParams.append(key, String(item));
+    }
+    return url.toString();
+  }
+
+  private headers(call: Call): Record<string, string> {
+    const headers: Record<string, string> = { Accept: "application/json", ...call.headers };
+    if (call.body !== undefined) headers["Content-Type"] = "application/json";
+    if (this.token) headers["Authorization"] = `Bearer ${this.token}`;
+    return headers;
+  }
+}
+
+async function decode(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (response.status >= 400) {
+    let problem: Problem;
+    try {
+      problem = JSON.parse(text) as Problem;
+    } catch {
+      problem = { type: "about:blank", title: response.statusText, status: response.status, detail: text.slice(0, 200) };
+    }
+    throw new ApiError({ ...problem, status: problem.status ?? response.status });
+  }
+  return text === "" ? undefined : JSON.parse(text);
+}
+
+function checkBaseUrl(value: unknown): string {
+  if (typeof value !== "string" || value.trim() === "") {
+    throw new TypeError("baseUrl is missing: give the server's URL, e.g. http://127.0.0.1:5017");
+  }
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new TypeError(`baseUrl=${JSON.stringify(value)} is not a URL: use http:// or https://host:port`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(`baseUrl=${JSON.stringify(value)} is not allowed: use an http:// or https:// URL`);
+  }
+  return value.trim().replace(/\/+$/, "");
+}
+
+function checkPositive(name: string, value: number): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new RangeError(`${name}=${String(value)} is not allowed: use a positive number`);
+  }
+  return value;
+}
+
+function checkId(value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`run id ${String(value)} is not allowed: use a positive integer`);
+  }
+  return value;
+}
+
+/** Refuse what JSON cannot carry (undefined, functions, BigInt, NaN, Infinity, cycles),
+ * naming where it is, before anything is sent. The value itself is never echoed. */
+function checkJson<T>(name: string, value: T, seen = new Set<object>()): T {
+  const fail = (what: string): never => {
+    throw new TypeError(`${name} is not JSON: it holds ${what}`);
+  };
+  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") return Number.isFinite(value) ? value : fail(`a non-finite number`);
+  if (typeof value !== "object") return fail(`a ${typeof value}`);
+  if (seen.has(value)) return fail("a cycle");
+  seen.add(value);
+  if (Array.isArray(value)) {
+    value.forEach((item, index) => checkJson(`${name}[${index}]`, item, seen));
+  } else {
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) fail(`a ${value.constructor?.name ?? "class"} object`);
+    for (const [key, item] of Object.entries(value)) {
+      if (item !== undefined) checkJson(`${name}.${key}`, item, seen);
+    }
+  }
+  seen.delete(value);
+  return value;
+}
+
+function seg(value: string): string {
+  return encodeURIComponent(value);
+}
+
+function newKey(): string {
+  return `client-${globalThis.crypto.randomUUID()}`;
+}
+
+function backoffMs(attempt: number): number {
+  // 100 ms, 200 ms, 400 ms ... capped at 2 s, with full jitter.
+  return Math.random() * Math.min(2_000, 100 * 2 ** attempt);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

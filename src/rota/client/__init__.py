@@ -1,0 +1,91 @@
+"""rota's HTTP client, for services that start and watch work over HTTP rather than
+through the database (and for the ``rota`` CLI).
+
+``RotaClient`` (sync) and ``AsyncRotaClient`` (async) have the same methods, listed once
+each below; every call is implemented once, without I/O, in ``rota.client.calls``.
+Problem responses raise :class:`ApiError` (``status``, ``type``, ``detail``); a server that
+cannot be reached raises :class:`ServerUnreachable`. Reads and idempotent writes are
+retried after a dropped connection or a 502/503/504; enqueue and trigger send an
+``Idempotency-Key`` (made up when not given) so that a retry never starts work twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from rota.client import calls
+from rota.client.calls import JsonObject, RunNotFinished
+from rota.client.doors import (
+    ApiError,
+    AsyncDoor,
+    ServerUnreachable,
+    SyncDoor,
+    door_call,
+)
+
+__all__ = ["ApiError", "AsyncRotaClient", "RotaClient", "RunNotFinished", "ServerUnreachable"]
+
+
+class _Calls:
+    """Every call, listed once for both clients (see ``door_call``)."""
+
+    list_jobs = door_call(calls.list_jobs)
+    get_job = door_call(calls.get_job)
+    create_job = door_call(calls.create_job)
+    update_job = door_call(calls.update_job)
+    delete_job = door_call(calls.delete_job)
+    set_paused = door_call(calls.set_paused)
+    pause_job = door_call(calls.pause_job)
+    resume_job = door_call(calls.resume_job)
+    trigger = door_call(calls.trigger)
+    enqueue = door_call(calls.enqueue)
+    list_runs = door_call(calls.list_runs)
+    get_run = door_call(calls.get_run)
+    run_logs = door_call(calls.run_logs)
+    cancel_run = door_call(calls.cancel_run)
+    requeue_run = door_call(calls.requeue_run)
+    wait_for = door_call(calls.wait_for)
+    list_dead = door_call(calls.list_dead)
+    replay_dead = door_call(calls.replay_dead)
+    list_workers = door_call(calls.list_workers)
+    drain_worker = door_call(calls.drain_worker)
+    resume_worker = door_call(calls.resume_worker)
+    leader = door_call(calls.leader)
+    dev_token = door_call(calls.dev_token)
+
+
+class RotaClient(_Calls, SyncDoor):
+    """``with RotaClient("http://127.0.0.1:5017", token) as rota: rota.enqueue(...)``"""
+
+    def __enter__(self) -> RotaClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def iter_runs(self, **filters: Any) -> Iterator[JsonObject]:
+        """Every run matching ``filters`` (those of :meth:`list_runs`), page by page."""
+        return self.pages(lambda cursor: calls.list_runs(**filters, cursor=cursor))
+
+    def iter_dead(self, **filters: Any) -> Iterator[JsonObject]:
+        """Every dead-lettered run matching ``filters``, page by page."""
+        return self.pages(lambda cursor: calls.list_dead(**filters, cursor=cursor))
+
+
+class AsyncRotaClient(_Calls, AsyncDoor):
+    """``async with AsyncRotaClient(url, token) as rota: await rota.enqueue(...)``"""
+
+    async def __aenter__(self) -> AsyncRotaClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    def iter_runs(self, **filters: Any) -> AsyncIterator[JsonObject]:
+        """Every run matching ``filters`` (those of :meth:`list_runs`), page by page."""
+        return self.pages(lambda cursor: calls.list_runs(**filters, cursor=cursor))
+
+    def iter_dead(self, **filters: Any) -> AsyncIterator[JsonObject]:
+        """Every dead-lettered run matching ``filters``, page by page."""
+        return self.pages(lambda cursor: calls.list_dead(**filters, cursor=cursor))
