@@ -167,19 +167,21 @@ class App:
             return int(enqueued.run_id)
         return (await self._enqueue_async([run]))[0]
 
-    def enqueue_many(self, jobs: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
+    def enqueue_many(self, requests: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
         """Create many runs in one round trip (COPY on PostgreSQL). All are validated
         before any is written."""
         runs = [
-            services.new_run(self.registry, RunRequest.coerce(job), self.clock.now())
-            for job in jobs
+            services.new_run(self.registry, RunRequest.coerce(request), self.clock.now())
+            for request in requests
         ]
         return self._stores.call(lambda: self._enqueue_async(runs))
 
-    async def enqueue_many_async(self, jobs: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
+    async def enqueue_many_async(
+        self, requests: Iterable[RunRequest | Mapping[str, Any]]
+    ) -> list[int]:
         runs = [
-            services.new_run(self.registry, RunRequest.coerce(job), self.clock.now())
-            for job in jobs
+            services.new_run(self.registry, RunRequest.coerce(request), self.clock.now())
+            for request in requests
         ]
         return await self._enqueue_async(runs)
 

@@ -1,7 +1,19 @@
-"""Use cases shared by the library API, the CLI and (later) the HTTP API.
+"""Use cases shared by the library API, the CLI, the HTTP API and the dashboard.
 
-Each takes a store and plain values, validates everything before writing anything, and
-returns domain values.
+Each takes a store (and a clock where time matters) and plain values, validates
+everything before writing anything, and returns domain values. The reading API, by
+concept:
+
+- runs: :func:`search_runs` (filters, text, keyset pages), :func:`list_runs`,
+  :func:`get_run`, :func:`run_detail` (the run with its attempts and log lines);
+- workers and the cluster: :func:`workers_seen` / :func:`worker_seen` (with the
+  database's now, to judge heartbeats by), :func:`leader`, :func:`list_limits`;
+- jobs (schedules): rota.schedules (:func:`~rota.schedules.list_jobs`,
+  :func:`~rota.schedules.get_job`); API keys and the audit log: rota.access.
+
+Writing: :func:`new_run` + :func:`enqueue`, :func:`cancel`, :func:`replay`,
+:func:`replay_many`, :func:`drain_worker`, :func:`resume_worker`, :func:`set_limit`,
+:func:`clear_limit`; jobs in rota.schedules.
 """
 
 from __future__ import annotations
