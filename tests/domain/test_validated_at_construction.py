@@ -28,7 +28,8 @@ def test_a_new_run_keeps_one_form_of_each_value():
         tags=("b", "a", "b"),
         run_at=datetime(2026, 1, 1, 13, 0, tzinfo=BERLIN_WINTER),
     )
-    assert run.timeout == 5.0 and isinstance(run.timeout, float)
+    assert run.timeout == 5.0
+    assert isinstance(run.timeout, float)
     assert run.tags == ("a", "b")
     assert run.run_at == datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     assert run.run_at.tzinfo is UTC
@@ -73,5 +74,6 @@ def test_a_handler_spec_refuses_a_bad_option_naming_it(fields, name):
 
 def test_a_handler_spec_is_kept_in_one_form():
     spec = HandlerSpec("h", _handler, True, timeout=3, tags=("z", "a"), retry=DEFAULT_POLICY)
-    assert spec.timeout == 3.0 and isinstance(spec.timeout, float)
+    assert spec.timeout == 3.0
+    assert isinstance(spec.timeout, float)
     assert spec.tags == ("a", "z")

@@ -47,9 +47,7 @@ def test_a_bad_change_is_refused_naming_its_field(registry, changes, field):
         schedules.merge_job_changes(_cron_spec(registry), changes)
 
 
-async def test_the_library_update_moves_a_job_to_another_kind_of_schedule(
-    store, clock, registry
-):
+async def test_the_library_update_moves_a_job_to_another_kind_of_schedule(store, clock, registry):
     await make_job(store, clock, registry, "nightly", cron="0 2 * * *")
     job = await schedules.update_job(store, clock, "default", "nightly", interval_seconds=300.0)
     assert (job.spec.kind, job.spec.cron, job.spec.interval_seconds) == (
