@@ -26,6 +26,7 @@ from rota.api.routes import access, cluster, jobs, public, runs
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.node import NodeRoles
+from rota.supervise import watched
 from rota.worker import default_node_id
 
 log = structlog.get_logger("rota.api")
@@ -167,7 +168,9 @@ async def _embedded(context: ApiContext) -> AsyncIterator[None]:
         worker = app.worker_options(concurrency=settings.worker_concurrency, node_id=node_id)
     node = await app.node(NodeRoles(node_id, worker, settings.embedded_leader))
     stop = asyncio.Event()
-    task = asyncio.create_task(node.run(stop), name="rota-embedded-node")
+    # watched: a node that fails at start (e.g. it cannot publish its handlers' caps)
+    # is logged when it happens, not only when the server stops.
+    task = watched(node.run(stop), name="rota-embedded-node")
     log.info(
         "embedded duties started",
         worker=settings.embedded_worker,
