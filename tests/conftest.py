@@ -12,10 +12,12 @@ import psycopg
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+import rota
 from rota.config import Settings
 from rota.store.port import Store
 from rota.store.postgres import PostgresStore
 from rota.store.sqlite import SqliteStore
+from tests.helpers import WorkerProcesses
 
 # Property tests: no per-example deadline (this 2-core machine is shared, and a slow
 # example is not a failure), and in CI a fixed set of examples, so a run that passed
@@ -116,3 +118,27 @@ async def store(db_url: str) -> AsyncIterator[Store]:
         yield store
     finally:
         await store.close()
+
+
+@pytest.fixture
+def worker_processes(db_url: str, marks: Path) -> Iterator[WorkerProcesses]:
+    """Start real worker processes on the test's database; all are killed at the end."""
+    processes = WorkerProcesses(db_url, marks)
+    try:
+        yield processes
+    finally:
+        processes.stop_all()
+
+
+@pytest.fixture
+def process_app(db_url: str) -> Iterator[rota.App]:
+    """An App on the test's database with the handlers worker processes run
+    (tests/apps/proc_app.py), to enqueue runs for them and inspect what they did."""
+    from tests.apps.proc_app import app as proc_app
+
+    app = rota.App(db_url)
+    app.registry = proc_app.registry
+    try:
+        yield app
+    finally:
+        app.close()

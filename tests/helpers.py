@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parent.parent
@@ -56,7 +56,9 @@ def start_worker(
     log_file: Path | None = None,
     args: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
-    """A real worker process running tests/apps/proc_app.py's handlers."""
+    """A real worker process (``rota worker``) running tests/apps/proc_app.py's
+    handlers. Tests start them through the ``worker_processes`` fixture
+    (:class:`WorkerProcesses`), which stops them; the chaos harness calls this itself."""
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -89,6 +91,27 @@ def start_worker(
         return subprocess.Popen(command, env=env, cwd=REPO)
     with log_file.open("ab") as log:
         return subprocess.Popen(command, env=env, cwd=REPO, stderr=log, stdout=log)
+
+
+class WorkerProcesses:
+    """Worker processes (:func:`start_worker`) on one database, each writing what it
+    did under ``marks``. The ``worker_processes`` fixture hands one to a test and kills
+    whatever still runs when the test ends, pass or fail."""
+
+    def __init__(self, db_url: str, marks: Path) -> None:
+        self.db_url = db_url
+        self.marks = marks
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(self, node_id: str, **options: Any) -> subprocess.Popen[bytes]:
+        """Start a worker named ``node_id`` (options as :func:`start_worker`'s)."""
+        proc = start_worker(self.db_url, node_id, self.marks, **options)
+        self.started.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        """Kill every worker this started that still runs, and reap them."""
+        stop_all(self.started)
 
 
 def stop_all(processes: list[subprocess.Popen[bytes]]) -> None:

@@ -6,6 +6,10 @@ process-worker helpers there."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import rota
 from rota.domain.runs import Run
 from rota.domain.states import RunState
 from rota.store.port import Store
@@ -33,3 +37,16 @@ async def wait_for_state(
 
     wanted = " or ".join(states) + ("" if attempt is None else f" at attempt {attempt}")
     return await eventually(reached, timeout, what or f"run {run_id} to be {wanted}")
+
+
+def wait_for_state_of(app: rota.App, run_id: int, *states: RunState, **options: Any) -> Run:
+    """:func:`wait_for_state` from plain (sync) test code, on ``app``'s database (for
+    tests that drive worker processes from the outside)."""
+
+    async def wait() -> Run:
+        try:
+            return await wait_for_state(await app.store(), run_id, *states, **options)
+        finally:
+            await app.aclose()  # the store of this short-lived loop
+
+    return asyncio.run(wait())

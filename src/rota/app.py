@@ -1,24 +1,26 @@
 """The library API: ``rota.App``.
 
 The core is async. The plain (sync) methods are thin doors into it: they run the same
-coroutine on a private event loop thread, so there is one implementation of each
-operation, usable from scripts, web views and notebooks alike.
+coroutine on a private event loop thread (rota.loop_stores), so there is one
+implementation of each operation, usable from scripts, web views and notebooks alike.
+
+``App`` holds the library's surface and little else: handlers live in a
+:class:`~rota.handlers.Registry`, stores in :class:`~rota.loop_stores.LoopStores`
+(one per event loop), the use cases in rota.services (runs, workers, limits) and
+rota.schedules (jobs), and a working node is assembled by rota.node.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import structlog
 
 from rota import schedules, services
-from rota.bootstrap import open_store
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
 from rota.domain.jobs import Job
@@ -28,31 +30,13 @@ from rota.domain.runs import NewRun, Run
 from rota.domain.workers import WorkerInfo
 from rota.errors import InvalidArgument, UnsupportedFeature
 from rota.handlers import HandlerFn, Registry, make_spec
+from rota.loop_stores import LoopStores
+from rota.node import Node, NodeRoles
 from rota.services import RunDetail, RunRequest
 from rota.store.port import LeaderInfo, Store
 from rota.worker import Worker, WorkerOptions
 
-T = TypeVar("T")
 log = structlog.get_logger("rota.app")
-
-
-class _LoopThread:
-    """An event loop on a daemon thread, for the sync doors into the async core."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="rota-sync", daemon=True)
-        self._thread.start()
-
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return future.result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
-        if not self._thread.is_alive():
-            self.loop.close()
 
 
 class App:
@@ -75,11 +59,8 @@ class App:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
         self.registry = Registry()
-        # One store per event loop (a psycopg pool belongs to its loop), opened once even
-        # when many coroutines ask at the same time (an API server's first requests).
-        self._stores: dict[asyncio.AbstractEventLoop, asyncio.Task[Store]] = {}
-        self._store_lock = threading.Lock()
-        self._sync: _LoopThread | None = None
+        # One store per event loop (a psycopg pool belongs to its loop), and the sync door.
+        self._stores = LoopStores(lambda: self.settings)
 
     # -- handlers -----------------------------------------------------------
     def handler(
@@ -126,34 +107,7 @@ class App:
     # -- stores, one per event loop -----------------------------------------
     async def store(self) -> Store:
         """The store for the running event loop, opened (and migrated) on first use."""
-        loop = asyncio.get_running_loop()
-        with self._store_lock:
-            opening = self._stores.get(loop)
-            if opening is None:
-                opening = loop.create_task(open_store(self.settings), name="rota-open-store")
-                # Its error reaches every caller; should they all be gone (cancelled),
-                # it is still retrieved, never reported as "never retrieved".
-                opening.add_done_callback(_retrieve_quietly)
-                self._stores[loop] = opening
-        try:
-            return await asyncio.shield(opening)
-        except BaseException:
-            if opening.done():  # it failed to open: the next caller tries afresh
-                with self._store_lock:
-                    if self._stores.get(loop) is opening:
-                        del self._stores[loop]
-            raise
-
-    def _call(self, make: Callable[[], Awaitable[T]]) -> T:
-        with self._store_lock:
-            if self._sync is None:
-                self._sync = _LoopThread()
-            door = self._sync
-
-        async def run() -> T:
-            return await make()
-
-        return door.call(run())
+        return await self._stores.store()
 
     # -- enqueue ------------------------------------------------------------
     def enqueue(
@@ -196,7 +150,7 @@ class App:
         run = services.new_run(self.registry, request, self.clock.now())
         if connection is not None:
             return self._enqueue_on_connection(connection, run)
-        return self._call(lambda: self._enqueue_async([run]))[0]
+        return self._stores.call(lambda: self._enqueue_async([run]))[0]
 
     async def enqueue_async(self, handler: str, payload: Any = None, **options: Any) -> int:
         """The same as :meth:`enqueue`, from async code (``connection`` may be async)."""
@@ -213,19 +167,21 @@ class App:
             return int(enqueued.run_id)
         return (await self._enqueue_async([run]))[0]
 
-    def enqueue_many(self, jobs: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
+    def enqueue_many(self, requests: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
         """Create many runs in one round trip (COPY on PostgreSQL). All are validated
         before any is written."""
         runs = [
-            services.new_run(self.registry, RunRequest.coerce(job), self.clock.now())
-            for job in jobs
+            services.new_run(self.registry, RunRequest.coerce(request), self.clock.now())
+            for request in requests
         ]
-        return self._call(lambda: self._enqueue_async(runs))
+        return self._stores.call(lambda: self._enqueue_async(runs))
 
-    async def enqueue_many_async(self, jobs: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
+    async def enqueue_many_async(
+        self, requests: Iterable[RunRequest | Mapping[str, Any]]
+    ) -> list[int]:
         runs = [
-            services.new_run(self.registry, RunRequest.coerce(job), self.clock.now())
-            for job in jobs
+            services.new_run(self.registry, RunRequest.coerce(request), self.clock.now())
+            for request in requests
         ]
         return await self._enqueue_async(runs)
 
@@ -243,23 +199,20 @@ class App:
 
     # -- reading and steering -----------------------------------------------
     def get_run(self, run_id: int) -> Run:
-        return self._call(lambda: self._with_store(services.get_run, run_id))
+        return self._stores.use(services.get_run, run_id)
 
     def run_detail(self, run_id: int) -> RunDetail:
-        return self._call(lambda: self._with_store(services.run_detail, run_id))
+        return self._stores.use(services.run_detail, run_id)
 
     def list_runs(self, **filters: Any) -> list[Run]:
-        return self._call(lambda: self._with_store(services.list_runs, **filters))
+        return self._stores.use(services.list_runs, **filters)
 
     def cancel(self, run_id: int) -> Run:
-        return self._call(lambda: self._with_store(services.cancel, self.clock, run_id))
+        return self._stores.use(services.cancel, self.clock, run_id)
 
     def replay(self, run_id: int) -> int:
         """Re-run a finished run as a fresh run linked to it; returns the new id."""
-        return self._call(lambda: self._with_store(services.replay, self.clock, run_id))
-
-    async def _with_store(self, fn: Callable[..., Awaitable[T]], *args: Any, **kw: Any) -> T:
-        return await fn(await self.store(), *args, **kw)
+        return self._stores.use(services.replay, self.clock, run_id)
 
     # -- jobs and schedules -------------------------------------------------
     def schedule(
@@ -293,36 +246,29 @@ class App:
             overlap=overlap,
             **options,
         )
-        return self._call(lambda: self._with_store(schedules.save_job, self.clock, spec))
+        return self._stores.use(schedules.save_job, self.clock, spec)
 
     def update_schedule(self, name: str, namespace: str = "default", **changes: Any) -> Job:
-        """Change some fields of a job's spec (e.g. ``cron=``, ``paused`` is separate)."""
-        return self._call(
-            lambda: self._with_store(schedules.update_job, self.clock, namespace, name, **changes)
-        )
+        """Change some fields of a job's spec (e.g. ``cron=``; ``paused`` is separate):
+        the same merge as the API's ``PATCH /jobs/{name}`` (see
+        :func:`rota.schedules.merge_job_changes`)."""
+        return self._stores.use(schedules.update_job, self.clock, namespace, name, **changes)
 
     def pause_schedule(self, name: str, namespace: str = "default") -> Job:
-        return self._call(
-            lambda: self._with_store(schedules.set_paused, self.clock, namespace, name, True)
-        )
+        return self._stores.use(schedules.set_paused, self.clock, namespace, name, True)
 
     def resume_schedule(self, name: str, namespace: str = "default") -> Job:
         """Resume planning from now; slots that fell in the pause are skipped."""
-        return self._call(
-            lambda: self._with_store(schedules.set_paused, self.clock, namespace, name, False)
-        )
+        return self._stores.use(schedules.set_paused, self.clock, namespace, name, False)
 
     def delete_schedule(self, name: str, namespace: str = "default") -> None:
-        self._call(lambda: self._with_store(schedules.delete_job, namespace, name))
+        self._stores.use(schedules.delete_job, namespace, name)
 
     def get_schedule(self, name: str, namespace: str = "default") -> Job:
-        return self._call(lambda: self._with_store(schedules.get_job, namespace, name))
+        return self._stores.use(schedules.get_job, namespace, name)
 
     def list_schedules(self, namespace: str | None = None) -> list[Job]:
-        async def go() -> list[Job]:
-            return await (await self.store()).list_jobs(namespace)
-
-        return self._call(go)
+        return self._stores.use(schedules.list_jobs, namespace)
 
     def trigger(
         self,
@@ -333,44 +279,35 @@ class App:
         namespace: str = "default",
     ) -> int:
         """Run a job now (optionally with another payload); returns the run id."""
-        return self._call(
-            lambda: self._with_store(
-                schedules.trigger_job, self.clock, namespace, name, payload, idempotency_key
-            )
+        return self._stores.use(
+            schedules.trigger_job, self.clock, namespace, name, payload, idempotency_key
         )
 
     # -- limits and workers -------------------------------------------------
     def set_limit(self, scope: str, name: str, max_running: int) -> Limit:
         """A cluster-wide cap on running runs: scope ``"global"`` (name ``"*"``),
         ``"queue"`` or ``"handler"``."""
-        return self._call(lambda: self._with_store(services.set_limit, scope, name, max_running))
+        return self._stores.use(services.set_limit, scope, name, max_running)
 
     def clear_limit(self, scope: str, name: str) -> None:
-        self._call(lambda: self._with_store(services.clear_limit, scope, name))
+        self._stores.use(services.clear_limit, scope, name)
 
     def list_limits(self) -> list[Limit]:
-        async def go() -> list[Limit]:
-            return await (await self.store()).list_limits()
-
-        return self._call(go)
+        return self._stores.use(services.list_limits)
 
     def list_workers(self) -> list[WorkerInfo]:
-        return self._call(lambda: self._with_store(services.list_workers))
+        return self._stores.use(services.list_workers)
 
     def drain_worker(self, node_id: str) -> None:
         """The worker stops claiming and finishes what it holds."""
-        self._call(lambda: self._with_store(services.drain_worker, self.clock, node_id))
+        self._stores.use(services.drain_worker, self.clock, node_id)
 
     def resume_worker(self, node_id: str) -> None:
-        self._call(lambda: self._with_store(services.resume_worker, self.clock, node_id))
+        self._stores.use(services.resume_worker, self.clock, node_id)
 
     def leader(self) -> LeaderInfo | None:
         """Who leads the cluster now (holder, term, since when, until when)."""
-
-        async def go() -> LeaderInfo | None:
-            return await (await self.store()).leader()
-
-        return self._call(go)
+        return self._stores.use(services.leader)
 
     # -- working ------------------------------------------------------------
     def run_worker(
@@ -415,45 +352,23 @@ class App:
         return WorkerOptions(**kwargs)
 
     async def work(self, stop: asyncio.Event, options: WorkerOptions | None = None) -> Worker:
-        """Run a worker on the current event loop until ``stop`` is set."""
-        worker = Worker(
-            await self.store(), self.registry, self.settings, self.clock, options or WorkerOptions()
-        )
-        await worker.run(stop)
-        return worker
+        """Run a worker node on the current event loop until ``stop`` is set: the worker,
+        and (unless ``options.leader`` is False) a leader candidate beside it."""
+        node = await self.node(NodeRoles.working(options or WorkerOptions()))
+        await node.run(stop)
+        assert node.worker is not None  # a working node always has one
+        return node.worker
+
+    async def node(self, roles: NodeRoles) -> Node:
+        """A node with ``roles`` (rota.node) on this App's handlers, settings, clock and
+        the running loop's store; ``await node.run(stop)`` runs it."""
+        return Node(await self.store(), self.registry, self.settings, self.clock, roles)
 
     # -- closing ------------------------------------------------------------
     async def aclose(self) -> None:
         """Close the store of the running loop."""
-        with self._store_lock:
-            opening = self._stores.pop(asyncio.get_running_loop(), None)
-        store = await _opened(opening)
-        if store is not None:
-            await store.close()
+        await self._stores.aclose()
 
     def close(self) -> None:
         """Close every store this App opened, and its sync loop thread."""
-        if self._sync is not None:
-            sync = self._sync
-            with self._store_lock:
-                opening = self._stores.pop(sync.loop, None)
-            store = sync.call(_opened(opening))
-            if store is not None:
-                sync.call(store.close())
-            sync.stop()
-            self._sync = None
-
-
-def _retrieve_quietly(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
-
-
-async def _opened(opening: asyncio.Task[Store] | None) -> Store | None:
-    """The store an opening task produced, if it did (waiting for it if it still runs)."""
-    if opening is None:
-        return None
-    try:
-        return await opening
-    except Exception:  # noqa: BLE001 - it never opened: nothing to close
-        return None
+        self._stores.close()

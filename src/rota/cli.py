@@ -142,7 +142,7 @@ def clear_limit(scope: str, name: str, db: str | None) -> None:
 @db_option
 def list_limits(db: str | None) -> None:
     """Every cap in force."""
-    found = _run(lambda: _with_store(_settings(db), lambda s: s.list_limits()))
+    found = _run(lambda: _with_store(_settings(db), services.list_limits))
     table = Table("scope", "name", "max running")
     for limit in found:
         table.add_row(limit.scope.value, limit.name, str(limit.max_running))

@@ -46,7 +46,7 @@ async def flaky(ctx: rota.RunContext, payload: dict[str, Any]) -> str:
 
 @app.handler("long-etl", timeout=60)
 async def long_etl(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, Any]:
-    """A longer job, checking for cancellation between steps."""
+    """A longer handler, checking for cancellation between steps."""
     steps = int(payload.get("steps", 8))
     for step in range(steps):
         if ctx.is_cancelled():

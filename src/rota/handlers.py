@@ -40,6 +40,26 @@ class HandlerSpec:
     concurrency_limit: int | None = None  # cluster-wide cap on its running runs
     key_limit: int = 1  # default cap per concurrency_key for its runs
 
+    def __post_init__(self) -> None:
+        """A spec is valid once built: registering a bad handler fails at import time,
+        with the option named, not when its first run is enqueued or claimed."""
+        check_name("handler name", self.name)
+        check_name("queue", self.queue)
+        check_positive_int("max_attempts", self.max_attempts)
+        if not callable(self.fn):
+            raise InvalidArgument("handler", self.fn, "a function taking (ctx, payload)")
+        _check_signature(self.name, self.fn)
+        object.__setattr__(self, "tags", check_tags(self.tags))
+        if self.concurrency_limit is not None:
+            check_positive_int("concurrency_limit", self.concurrency_limit)
+        check_positive_int("key_limit", self.key_limit)
+        if not callable(getattr(self.retry, "delay", None)):
+            raise InvalidArgument(
+                "retry", self.retry, "a policy from rota.retry (Fixed, Exponential, ...)"
+            )
+        object.__setattr__(self, "timeout", check_timeout(self.timeout))
+        check_priority(self.priority)
+
 
 class Registry:
     def __init__(self) -> None:
@@ -84,33 +104,22 @@ def make_spec(
     singleton: bool = False,
     key_limit: int = 1,
 ) -> HandlerSpec:
-    check_name("handler name", name)
-    check_name("queue", queue)
-    check_positive_int("max_attempts", max_attempts)
-    if not callable(fn):
-        raise InvalidArgument("handler", fn, "a function taking (ctx, payload)")
-    _check_signature(name, fn)
-    tags = check_tags(tags)
-    if concurrency_limit is not None:
-        check_positive_int("concurrency_limit", concurrency_limit)
+    """The spec of ``fn`` with the defaults filled in (HandlerSpec validates it)."""
     if singleton:
         if concurrency_limit not in (None, 1):
             raise InvalidArgument(
                 "concurrency_limit", concurrency_limit, "1 or unset for a singleton handler"
             )
         concurrency_limit = 1
-    check_positive_int("key_limit", key_limit)
-    if retry is not None and not callable(getattr(retry, "delay", None)):
-        raise InvalidArgument("retry", retry, "a policy from rota.retry (Fixed, Exponential, ...)")
     return HandlerSpec(
         name=name,
         fn=fn,
         is_async=inspect.iscoroutinefunction(fn),
         queue=queue,
         max_attempts=max_attempts,
-        timeout=check_timeout(timeout),
-        retry=retry or DEFAULT_POLICY,
-        priority=check_priority(priority),
+        timeout=timeout,
+        retry=DEFAULT_POLICY if retry is None else retry,
+        priority=priority,
         retry_timeouts=retry_timeouts,
         tags=tags,
         concurrency_limit=concurrency_limit,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,13 +36,7 @@ def job_spec(
 ) -> JobSpec:
     """Build a validated JobSpec; run options default from the handler's registration."""
     spec = registry.require(handler)
-    kind = TriggerKind.MANUAL
-    if cron is not None:
-        kind = TriggerKind.CRON
-    elif interval is not None:
-        kind = TriggerKind.INTERVAL
-    elif at is not None:
-        kind = TriggerKind.ONCE
+    kind = _kind_of(cron, interval, at)
     if isinstance(interval, timedelta):
         interval = interval.total_seconds()
     defaults = {
@@ -80,6 +76,17 @@ def job_spec(
     )
 
 
+def _kind_of(cron: object, interval: object, at: object) -> TriggerKind:
+    """The trigger kind the given schedule fields ask for (the JobSpec refuses two)."""
+    if cron is not None:
+        return TriggerKind.CRON
+    if interval is not None:
+        return TriggerKind.INTERVAL
+    if at is not None:
+        return TriggerKind.ONCE
+    return TriggerKind.MANUAL
+
+
 async def save_job(store: Store, clock: Clock, spec: JobSpec) -> Job:
     """Create or replace a job. Planning restarts from now when its trigger changed;
     otherwise it carries on from where it was."""
@@ -111,13 +118,48 @@ async def create_job(store: Store, clock: Clock, spec: JobSpec) -> Job:
     return await save_job(store, clock, spec)
 
 
-async def update_job(store: Store, clock: Clock, namespace: str, name: str, **changes: Any) -> Job:
-    job = await get_job(store, namespace, name)
+# A change to one of these replaces the whole schedule: the others are cleared and the
+# job's kind follows the one given (all None: a manual job).
+SCHEDULE_FIELDS = ("cron", "interval_seconds", "at")
+
+
+def merge_job_changes(spec: JobSpec, changes: Mapping[str, Any]) -> JobSpec:
+    """``spec`` with ``changes`` (JobSpec field names, or ``payload`` for the payload
+    value) applied: only the fields given change. Giving one of ``cron``,
+    ``interval_seconds`` or ``at`` replaces the schedule, and None for it makes the job
+    manual. The result is validated like any JobSpec."""
+    fields = dict(changes)
+    if "payload" in fields:
+        if "payload_json" in fields:
+            raise InvalidArgument("job change", sorted(changes), "payload or payload_json")
+        fields["payload_json"] = encode_json("payload", fields.pop("payload"))
+    if "kind" not in fields and any(key in fields for key in SCHEDULE_FIELDS):
+        schedule = {key: fields.get(key) for key in SCHEDULE_FIELDS}
+        fields.update(schedule)
+        fields["kind"] = _kind_of(schedule["cron"], schedule["interval_seconds"], schedule["at"])
     try:
-        spec = dataclasses.replace(job.spec, **changes)
+        return dataclasses.replace(spec, **fields)
     except TypeError as exc:
         raise InvalidArgument("job change", sorted(changes), f"JobSpec fields ({exc})") from None
-    return await save_job(store, clock, spec)
+
+
+async def update_job(
+    store: Store,
+    clock: Clock,
+    namespace: str,
+    name: str,
+    registry: Registry | None = None,
+    **changes: Any,
+) -> Job:
+    """Change some fields of a job (see :func:`merge_job_changes`); planning carries on
+    unless the schedule changed. With ``registry``, the handler must be one it knows
+    and the payload must fit the handler's payload type."""
+    job = await get_job(store, namespace, name)
+    if registry is not None:
+        handler = changes.get("handler", job.spec.handler)
+        payload = changes["payload"] if "payload" in changes else json.loads(job.spec.payload_json)
+        payloads.check_payload(registry, handler, payload)
+    return await save_job(store, clock, merge_job_changes(job.spec, changes))
 
 
 async def get_job(store: Store, namespace: str, name: str) -> Job:
@@ -125,6 +167,15 @@ async def get_job(store: Store, namespace: str, name: str) -> Job:
     if job is None:
         raise JobNotFound(namespace, name)
     return job
+
+
+async def list_jobs(
+    store: Store, namespace: str | None = None, namespaces: Collection[str] | None = None
+) -> list[Job]:
+    """Every job (in ``namespace``, if given) that ``namespaces`` reaches (None: every
+    namespace), by namespace and name."""
+    jobs = await store.list_jobs(namespace)
+    return [job for job in jobs if namespaces is None or job.spec.namespace in namespaces]
 
 
 async def set_paused(store: Store, clock: Clock, namespace: str, name: str, paused: bool) -> Job:

@@ -1,7 +1,19 @@
-"""Use cases shared by the library API, the CLI and (later) the HTTP API.
+"""Use cases shared by the library API, the CLI, the HTTP API and the dashboard.
 
-Each takes a store and plain values, validates everything before writing anything, and
-returns domain values.
+Each takes a store (and a clock where time matters) and plain values, validates
+everything before writing anything, and returns domain values. The reading API, by
+concept:
+
+- runs: :func:`search_runs` (filters, text, keyset pages), :func:`list_runs`,
+  :func:`get_run`, :func:`run_detail` (the run with its attempts and log lines);
+- workers and the cluster: :func:`workers_seen` / :func:`worker_seen` (with the
+  database's now, to judge heartbeats by), :func:`leader`, :func:`list_limits`;
+- jobs (schedules): rota.schedules (:func:`~rota.schedules.list_jobs`,
+  :func:`~rota.schedules.get_job`); API keys and the audit log: rota.access.
+
+Writing: :func:`new_run` + :func:`enqueue`, :func:`cancel`, :func:`replay`,
+:func:`replay_many`, :func:`drain_worker`, :func:`resume_worker`, :func:`set_limit`,
+:func:`clear_limit`; jobs in rota.schedules.
 """
 
 from __future__ import annotations
@@ -10,7 +22,7 @@ import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from rota.clock import Clock
 from rota.domain.limits import Limit
@@ -20,12 +32,7 @@ from rota.domain.runs import (
     NewRun,
     Run,
     RunFilter,
-    check_idempotency_key,
-    check_name,
-    check_positive_int,
-    check_priority,
     check_tags,
-    check_timeout,
     encode_json,
     replay_request,
 )
@@ -36,14 +43,15 @@ from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry
 from rota.payloads import check_payload
-from rota.store.port import Store
+from rota.store.port import LeaderInfo, Store
 
+T = TypeVar("T")
 # Which namespaces a caller may see: None means every one.
 Namespaces = Collection[str] | None
 MAX_PAGE = 500
 MAX_REPLAY_BATCH = 100
 
-JOB_FIELDS = (
+REQUEST_FIELDS = (
     "handler",
     "payload",
     "run_at",
@@ -84,49 +92,53 @@ class RunRequest:
             raise InvalidArgument(
                 "run request", value, "a rota.RunRequest or a dict with a 'handler' key"
             )
-        unknown = set(value) - set(JOB_FIELDS)
+        unknown = set(value) - set(REQUEST_FIELDS)
         if unknown or "handler" not in value:
-            raise InvalidArgument("run request", dict(value), f"a dict with keys from {JOB_FIELDS}")
+            allowed = f"a dict with keys from {REQUEST_FIELDS}"
+            raise InvalidArgument("run request", dict(value), allowed)
         return cls(**value)
 
 
 def new_run(
     registry: Registry,
-    job: RunRequest,
+    request: RunRequest,
     now: datetime | None = None,
     correlation_id: str | None = None,
 ) -> NewRun:
-    """Validate a job against its handler's registration and defaults. ``now`` (the
-    caller's clock) is only used to refuse a deadline that has already passed."""
-    spec = registry.require(job.handler)
-    check_idempotency_key(job.idempotency_key)
-    deadline = check_instant("deadline", job.deadline) if job.deadline is not None else None
-    if deadline is not None and now is not None and deadline <= now:
-        raise InvalidArgument("deadline", job.deadline, f"an instant after now ({now.isoformat()})")
-    key = check_name("concurrency_key", job.concurrency_key) if job.concurrency_key else None
-    if job.key_limit is not None and key is None:
-        raise InvalidArgument("key_limit", job.key_limit, "to come with a concurrency_key")
-    key_limit = check_positive_int("key_limit", job.key_limit) if job.key_limit else spec.key_limit
-    extra_tags = check_tags(job.tags) if job.tags is not None else ()
+    """The run ``request`` asks for, with what it leaves out taken from its handler's
+    registration (NewRun validates every value). ``now`` (the caller's clock) is only
+    used to refuse a deadline that has already passed."""
+    spec = registry.require(request.handler)
+    if request.deadline is not None and now is not None:
+        deadline = check_instant("deadline", request.deadline)
+        if deadline <= now:
+            raise InvalidArgument(
+                "deadline", request.deadline, f"an instant after now ({now.isoformat()})"
+            )
+    key = request.concurrency_key or None
+    if request.key_limit is not None and key is None:
+        raise InvalidArgument("key_limit", request.key_limit, "to come with a concurrency_key")
+    # A request's tags add to the handler's (checked first: a string is not a list).
+    extra_tags = check_tags(request.tags) if request.tags is not None else ()
     return NewRun(
         handler=spec.name,
-        payload_json=encode_json("payload", job.payload),
-        queue=check_name("queue", job.queue) if job.queue is not None else spec.queue,
-        priority=check_priority(job.priority) if job.priority is not None else spec.priority,
-        run_at=check_instant("run_at", job.run_at) if job.run_at is not None else None,
-        max_attempts=(
-            check_positive_int("max_attempts", job.max_attempts)
-            if job.max_attempts is not None
-            else spec.max_attempts
-        ),
-        timeout=check_timeout(job.timeout) if job.timeout is not None else spec.timeout,
-        idempotency_key=job.idempotency_key,
-        tags=tuple(sorted(set(spec.tags) | set(extra_tags))),
+        payload_json=encode_json("payload", request.payload),
+        queue=_default(request.queue, spec.queue),
+        priority=_default(request.priority, spec.priority),
+        run_at=request.run_at,
+        max_attempts=_default(request.max_attempts, spec.max_attempts),
+        timeout=_default(request.timeout, spec.timeout),
+        idempotency_key=request.idempotency_key,
+        tags=(*spec.tags, *extra_tags),
         concurrency_key=key,
-        concurrency_limit=key_limit if key else None,
-        deadline=deadline,
+        concurrency_limit=(request.key_limit or spec.key_limit) if key else None,
+        deadline=request.deadline,
         correlation_id=correlation_id,
     )
+
+
+def _default(value: T | None, default: T) -> T:
+    return default if value is None else value
 
 
 async def enqueue(store: Store, clock: Clock, runs: Sequence[NewRun]) -> list[int]:
@@ -296,21 +308,56 @@ def check_search(search: RunSearch) -> None:
         check_text("namespace", namespace, max_length=200)
 
 
-# -- claim-time controls and the worker registry ------------------------------
+# -- the cluster: workers, the leader, limits ---------------------------------
+@dataclass(frozen=True)
+class WorkerSeen:
+    """A registered worker, with the database's clock reading to judge its last
+    heartbeat by (a worker's age is never measured on the reader's clock)."""
+
+    worker: WorkerInfo
+    now: datetime
+
+
 async def list_workers(store: Store) -> list[WorkerInfo]:
     return await store.list_workers()
 
 
-async def drain_worker(store: Store, clock: Clock, node_id: str) -> None:
+async def workers_seen(store: Store, clock: Clock) -> list[WorkerSeen]:
+    """Every registered worker with its state, as of the database's now."""
+    now = await store.now(clock.db_now())
+    return [WorkerSeen(worker, now) for worker in await store.list_workers()]
+
+
+async def worker_seen(store: Store, clock: Clock, node_id: str) -> WorkerSeen:
+    for seen in await workers_seen(store, clock):
+        if seen.worker.node_id == node_id:
+            return seen
+    raise WorkerNotFound(node_id)
+
+
+async def drain_worker(store: Store, clock: Clock, node_id: str) -> WorkerSeen:
     """The worker stops claiming and finishes what it holds (it notices within one
-    registry heartbeat)."""
+    registry heartbeat). Returns the worker as it is now."""
     if not await store.set_worker_state(node_id, WorkerState.DRAINING):
         raise WorkerNotFound(node_id)
+    return await worker_seen(store, clock, node_id)
 
 
-async def resume_worker(store: Store, clock: Clock, node_id: str) -> None:
+async def resume_worker(store: Store, clock: Clock, node_id: str) -> WorkerSeen:
+    """A drained worker claims again. Returns the worker as it is now."""
     if not await store.set_worker_state(node_id, WorkerState.ACTIVE):
         raise WorkerNotFound(node_id)
+    return await worker_seen(store, clock, node_id)
+
+
+async def leader(store: Store) -> LeaderInfo | None:
+    """Who leads the cluster now (holder, term, since when, until when), if anyone."""
+    return await store.leader()
+
+
+async def list_limits(store: Store) -> list[Limit]:
+    """Every cluster-wide cap on running runs."""
+    return await store.list_limits()
 
 
 async def set_limit(store: Store, scope: str, name: str, max_running: int) -> Limit:

@@ -3,7 +3,8 @@
 One asyncio task claims batches sized to the free slots; one task per run executes it
 (async handlers on the loop, plain functions in a thread pool); one heartbeat task
 renews every held lease in a single statement; an OutcomeWriter records outcomes in
-batches. Housekeeping (reaping expired leases, pruning) runs beside them.
+batches. The leader's duties (planning, reaping, pruning) are not the worker's: a node
+runs them beside it (rota.node).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.execution import execute, failure_outcome, infrastructure_outcome
 from rota.handlers import Registry
-from rota.housekeeping import stand_for_leader
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
 from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, every, supervise, watched
@@ -48,7 +48,8 @@ class WorkerOptions:
     concurrency: int = 8
     queues: tuple[str, ...] = ()  # empty: the queues of the registered handlers
     tags: tuple[str, ...] = ()  # capabilities: runs needing a subset of these may be claimed
-    # Stand for leader; the leader plans schedules, reaps expired leases and prunes.
+    # Whether the node this worker runs in stands for leader (rota.node); the leader
+    # plans schedules, reaps expired leases and prunes.
     leader: bool = True
 
     def __post_init__(self) -> None:
@@ -89,6 +90,8 @@ class Worker:
         settings: Settings,
         clock: Clock,
         options: WorkerOptions,
+        *,
+        restarts: Restarts | None = None,
     ) -> None:
         self.store = store
         self.registry = registry
@@ -103,8 +106,9 @@ class Worker:
         self._threads = ThreadPoolExecutor(
             max_workers=options.concurrency, thread_name_prefix=f"rota-{options.node_id}"
         )
-        # Failures of this node's background tasks, by task name (for metrics).
-        self.restarts = Restarts()
+        # Failures of this worker's background tasks, by task name (for metrics); the
+        # node hands in the counter it shares with its leader duties.
+        self.restarts = restarts or Restarts()
         self._writer = OutcomeWriter(store, clock.db_now, self.restarts)
         self._log = log.bind(node_id=options.node_id)
         # Claiming is allowed while set; cleared while the registry says "draining".
@@ -145,15 +149,6 @@ class Worker:
                 name="rota-registry",
             ),
         ]
-        if self.options.leader:
-            background.append(
-                watched(
-                    stand_for_leader(
-                        self.store, self.settings, self.clock, self.options.node_id, self.restarts
-                    ),
-                    name="rota-leader",
-                )
-            )
         stopping = watched(stop.wait(), name="rota-stop")
         try:
             await supervise("claims", lambda: self._claim_loop(stopping), self.restarts)

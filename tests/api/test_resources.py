@@ -12,6 +12,9 @@ from fastapi import FastAPI
 
 import rota
 from rota.api.app import create_api
+from rota.domain.states import RunState
+from tests.engine.conftest import working
+from tests.waiting import wait_for_state
 
 from .conftest import api_settings, serving
 
@@ -211,25 +214,17 @@ async def test_dead_letter_queue_lists_and_replays(db_url: str, admin: dict[str,
         await _create(client, admin, name="d", handler="doomed", payload={"n": 1})
         first = (await client.post("/api/v1/jobs/d/trigger", headers=admin)).json()["run_id"]
         second = (await client.post("/api/v1/jobs/d/trigger", headers=admin)).json()["run_id"]
-        stop = asyncio.Event()
-        worker = asyncio.create_task(
-            app.work(stop, app.worker_options(concurrency=2, node_id="w1"))
-        )
-        try:
-            async with asyncio.timeout(20):
-                while True:
-                    dead = (await client.get("/api/v1/dlq", headers=admin)).json()["items"]
-                    if len(dead) == 2:
-                        break
-                    await asyncio.sleep(0.05)
-        finally:
+        store = await app.store()
+        async with working(app, concurrency=2, node_id="w1"):
+            for run_id in (first, second):
+                await wait_for_state(store, run_id, RunState.DEAD_LETTERED)
+            dead = (await client.get("/api/v1/dlq", headers=admin)).json()["items"]
             workers = (await client.get("/api/v1/workers", headers=admin)).json()["items"]
             drained = await client.post("/api/v1/workers/w1/drain", headers=admin)
             assert (drained.status_code, drained.json()["state"]) == (202, "draining")
             unknown = await client.post("/api/v1/workers/nobody/drain", headers=admin)
             assert unknown.status_code == 404
-            stop.set()
-            await asyncio.wait_for(worker, 20)
+        assert len(dead) == 2
         assert [(w["node_id"], w["state"]) for w in workers] == [("w1", "active")]
         assert workers[0]["heartbeat_age_seconds"] is not None
         assert {r["state"] for r in dead} == {"dead_lettered"}

@@ -11,7 +11,7 @@ from rota.domain.runs import NewRun, Outcome
 from rota.domain.states import AttemptOutcome, RunState
 from rota.store.port import ClaimRequest, Store
 from tests.engine.conftest import working
-from tests.helpers import eventually
+from tests.waiting import wait_for_state
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 AGING = 60.0  # the store's default: waiting a minute is worth one priority level
@@ -53,13 +53,10 @@ async def test_an_expired_run_never_starts(make_app, clock):
     store = await app.store()
     async with working(app):
         marker = await app.enqueue_async("report", {})
-
-        async def settled():
-            run = await store.get_run(late)
-            done = await store.get_run(marker)
-            return run.state is RunState.CANCELLED and done.state is RunState.SUCCEEDED and run
-
-        run = await eventually(settled, what="the late run to be cancelled")
+        await wait_for_state(store, marker, RunState.SUCCEEDED, what="the marker to run")
+        run = await wait_for_state(
+            store, late, RunState.CANCELLED, what="the late run to be cancelled"
+        )
     assert run.error.startswith("deadline_exceeded")
     assert calls == [marker]
 

@@ -50,9 +50,9 @@ async def test_enqueue_rejects_and_writes_nothing(app, kwargs, error, names):
 
 
 async def test_enqueue_many_validates_everything_before_writing(app):
-    jobs = [{"handler": "ok", "payload": {}}] * 3 + [{"handler": "ok", "priority": 99}]
+    requests = [{"handler": "ok", "payload": {}}] * 3 + [{"handler": "ok", "priority": 99}]
     with pytest.raises(InvalidArgument, match="priority"):
-        await app.enqueue_many_async(jobs)
+        await app.enqueue_many_async(requests)
     store = await app.store()
     assert await store.list_runs(rota.domain.runs.RunFilter()) == []
 

@@ -7,18 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import rota
-from rota.domain.states import AttemptOutcome, RunState
+from rota.domain.states import TERMINAL_STATES, AttemptOutcome, RunState
 from rota.errors import StoreUnavailable
 from tests.engine.conftest import working
-from tests.helpers import eventually
+from tests.waiting import wait_for_state
 
 # Long enough that a run left to wait out its lease could not pass these tests.
 LEASE = 120.0
-
-
-async def _finished(store, run_id: int):
-    run = await store.get_run(run_id)
-    return run if run is not None and run.state.is_terminal else None
 
 
 async def _history(store, run_id: int) -> list[tuple[int, AttemptOutcome]]:
@@ -43,7 +38,7 @@ async def test_an_unreachable_store_in_the_handler_costs_no_attempt(make_app):
     store = await app.store()
     async with working(app):
         run_id = await app.enqueue_async("uses-the-db", {})
-        run = await eventually(lambda: _finished(store, run_id), what="the run to finish")
+        run = await wait_for_state(store, run_id, *TERMINAL_STATES, what="the run to finish")
     assert run.state is RunState.SUCCEEDED  # with max_attempts=1: the outage cost nothing
     assert run.attempt == 1
     assert await _history(store, run_id) == [

@@ -12,11 +12,12 @@ import psycopg
 import pytest
 
 import rota
-from rota.domain.states import AttemptOutcome, RunState
+from rota.domain.states import TERMINAL_STATES, AttemptOutcome, RunState
 from rota.errors import StoreUnavailable
 from tests.engine.conftest import side_effects, with_side_effects_table, working
-from tests.engine.test_infrastructure_failures import LEASE, _finished, _history
+from tests.engine.test_infrastructure_failures import LEASE, _history
 from tests.helpers import eventually
+from tests.waiting import wait_for_state
 
 pytestmark = pytest.mark.postgres
 
@@ -44,7 +45,7 @@ async def test_a_handler_transaction_cut_off_by_the_server_costs_no_attempt(make
     store = await app.store()
     async with working(app):
         run_id = await app.enqueue_async("write", {})
-        run = await eventually(lambda: _finished(store, run_id), what="the run to finish")
+        run = await wait_for_state(store, run_id, *TERMINAL_STATES, what="the run to finish")
     assert run.state is RunState.SUCCEEDED
     assert await _history(store, run_id) == [
         (1, AttemptOutcome.INFRASTRUCTURE),
@@ -103,7 +104,7 @@ async def test_a_completion_that_breaks_mid_commit_is_settled_at_once(make_app, 
     try:
         async with working(app):
             run_id = await app.enqueue_async("write", {})
-            run = await eventually(lambda: _finished(store, run_id), what="the run to settle")
+            run = await wait_for_state(store, run_id, *TERMINAL_STATES, what="the run to settle")
         gc.collect()  # a task whose error nobody retrieved is reported when collected
     finally:
         loop.set_exception_handler(None)
@@ -142,6 +143,6 @@ async def test_a_transaction_ended_by_its_own_idle_limit_is_the_handlers_failure
     store = await app.store()
     async with working(app):
         run_id = await app.enqueue_async("idles", {})
-        run = await eventually(lambda: _finished(store, run_id), what="the run to finish")
+        run = await wait_for_state(store, run_id, *TERMINAL_STATES, what="the run to finish")
     assert run.state is RunState.DEAD_LETTERED
     assert await _history(store, run_id) == [(1, AttemptOutcome.FAILED)]

@@ -15,6 +15,7 @@ from rota.errors import HandlerTransactionsExhausted
 from rota.store.postgres import CONNECT_OPTIONS, HOT_PATH_LIMITS, PostgresStore
 from tests.engine.conftest import working
 from tests.helpers import eventually
+from tests.waiting import wait_for_state
 
 pytestmark = pytest.mark.postgres
 LEASE = 2.0
@@ -70,7 +71,7 @@ async def test_handlers_holding_transactions_past_the_lease_do_not_starve_renewa
         release.set()
         store = await app.store()
         for run_id, *_ in rows:
-            await eventually(lambda rid=run_id: _succeeded(store, rid), what="completion")
+            await wait_for_state(store, run_id, RunState.SUCCEEDED, what="completion")
             assert len(await store.attempts(run_id)) == 1  # never lost, never re-run
 
 
@@ -134,11 +135,6 @@ async def test_rota_sessions_carry_their_limits(db_url):
     finally:
         await store.close()
     assert rows == [("10s", "10s", "1min")]
-
-
-async def _succeeded(store, run_id: int) -> bool:
-    run = await store.get_run(run_id)
-    return run is not None and run.state is RunState.SUCCEEDED
 
 
 async def _true(value: bool) -> bool:

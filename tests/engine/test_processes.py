@@ -10,100 +10,83 @@ from pathlib import Path
 import pytest
 
 import rota
-from rota.domain.states import AttemptOutcome, RunState
-from tests.apps.proc_app import app as proc_app
-from tests.helpers import read_marks, start_worker, stop_all, wait_until
+from rota.domain.states import TERMINAL_STATES, AttemptOutcome, RunState
+from tests.helpers import WorkerProcesses, read_marks, wait_until
+from tests.waiting import wait_for_state_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
-@pytest.fixture
-def app(db_url: str):
-    """A producer/inspector App sharing the worker processes' handlers."""
-    app = rota.App(db_url)
-    app.registry = proc_app.registry
-    yield app
-    app.close()
+def _states(process_app: rota.App, run_ids: list[int]) -> Counter[str]:
+    return Counter(process_app.get_run(i).state.value for i in run_ids)
 
 
-def _states(app: rota.App, run_ids: list[int]) -> Counter[str]:
-    return Counter(app.get_run(i).state.value for i in run_ids)
-
-
-def test_five_workers_execute_and_record_each_run_once(app: rota.App, db_url: str, marks: Path):
-    run_ids = app.enqueue_many([{"handler": "record", "payload": {"n": n}} for n in range(200)])
-    workers = [start_worker(db_url, f"w{i}", marks) for i in range(5)]
-    try:
-        wait_until(
-            lambda: len(app.list_runs(state="succeeded", limit=1000)) == 200,
-            timeout=90,
-            what="all 200 runs to succeed",
-        )
-    finally:
-        stop_all(workers)
+def test_five_workers_execute_and_record_each_run_once(
+    process_app: rota.App, worker_processes: WorkerProcesses, marks: Path
+):
+    run_ids = process_app.enqueue_many(
+        [{"handler": "record", "payload": {"n": n}} for n in range(200)]
+    )
+    for i in range(5):
+        worker_processes.start(f"w{i}")
+    wait_until(
+        lambda: len(process_app.list_runs(state="succeeded", limit=1000)) == 200,
+        timeout=90,
+        what="all 200 runs to succeed",
+    )
+    worker_processes.stop_all()
     executed = Counter(int(words[0]) for words in read_marks(marks) if words[-1] == "executed")
     assert sorted(executed) == sorted(run_ids)
     assert set(executed.values()) == {1}, "a run was executed more than once"
     for run_id in run_ids[::20]:
-        detail = app.run_detail(run_id)
+        detail = process_app.run_detail(run_id)
         assert [a.outcome for a in detail.attempts] == [AttemptOutcome.SUCCEEDED]
 
 
 def test_sigkill_mid_run_is_finished_by_another_worker_within_ttl(
-    app: rota.App, db_url: str, marks: Path
+    process_app: rota.App, worker_processes: WorkerProcesses, marks: Path
 ):
     lease = 2.0
-    w1 = start_worker(db_url, "w1", marks, lease_seconds=lease)
-    workers = [w1]
-    try:
-        run_id = app.enqueue("slow", {"seconds": 3600, "first_only": True})
-        wait_until(lambda: any(m[2] == "w1" for m in read_marks(marks)), what="w1 to start the run")
-        workers.append(start_worker(db_url, "w2", marks, lease_seconds=lease))
-        w1.send_signal(signal.SIGKILL)
-        killed_at = time.time()
-        run = wait_until(
-            lambda: (r := app.get_run(run_id)).state is RunState.SUCCEEDED and r,
-            timeout=30,
-            what="w2 to finish the run",
-        )
-    finally:
-        stop_all(workers)
+    w1 = worker_processes.start("w1", lease_seconds=lease)
+    run_id = process_app.enqueue("slow", {"seconds": 3600, "first_only": True})
+    wait_until(lambda: any(m[2] == "w1" for m in read_marks(marks)), what="w1 to start the run")
+    worker_processes.start("w2", lease_seconds=lease)
+    w1.send_signal(signal.SIGKILL)
+    killed_at = time.time()
+    run = wait_for_state_of(
+        process_app, run_id, RunState.SUCCEEDED, timeout=30, what="w2 to finish"
+    )
+    worker_processes.stop_all()
     assert run.result == {"worker": "w2", "fence": 2}
     assert run.finished_at is not None
     assert run.finished_at.timestamp() - killed_at <= lease + 1.0
-    outcomes = [(a.worker_id, a.outcome) for a in app.run_detail(run_id).attempts]
+    outcomes = [(a.worker_id, a.outcome) for a in process_app.run_detail(run_id).attempts]
     assert outcomes == [("w1", AttemptOutcome.LOST), ("w2", AttemptOutcome.SUCCEEDED)]
 
 
-def test_stalled_worker_cannot_overwrite_the_newer_result(app: rota.App, db_url: str, marks: Path):
+def test_stalled_worker_cannot_overwrite_the_newer_result(
+    process_app: rota.App, worker_processes: WorkerProcesses, marks: Path
+):
     lease = 1.5
-    w1 = start_worker(db_url, "w1", marks, lease_seconds=lease)
-    workers = [w1]
-    try:
-        run_id = app.enqueue("slow", {"seconds": 2.0})
-        wait_until(lambda: any(m[2] == "w1" for m in read_marks(marks)), what="w1 to start")
-        w1.send_signal(signal.SIGSTOP)  # paused, holding fence 1, past its lease
-        workers.append(start_worker(db_url, "w2", marks, lease_seconds=lease))
-        wait_until(lambda: app.get_run(run_id).fence == 2, timeout=30, what="w2 to take over")
-        w1.send_signal(signal.SIGCONT)  # w1 wakes up and finishes its stale attempt
-        wait_until(
-            lambda: ["1", "w1", "finished"] in [m[1:] for m in read_marks(marks)],
-            timeout=30,
-            what="w1 to finish its stale attempt",
-        )
-        run = wait_until(
-            lambda: (r := app.get_run(run_id)).state.is_terminal and r,
-            timeout=30,
-            what="the run to finish",
-        )
-        # w1's outcome is in flight or discarded by now; give it no way to land later.
-        stop_all(workers)
-    finally:
-        stop_all(workers)
-    run = app.get_run(run_id)
+    w1 = worker_processes.start("w1", lease_seconds=lease)
+    run_id = process_app.enqueue("slow", {"seconds": 2.0})
+    wait_until(lambda: any(m[2] == "w1" for m in read_marks(marks)), what="w1 to start")
+    w1.send_signal(signal.SIGSTOP)  # paused, holding fence 1, past its lease
+    worker_processes.start("w2", lease_seconds=lease)
+    wait_until(lambda: process_app.get_run(run_id).fence == 2, timeout=30, what="w2 to take over")
+    w1.send_signal(signal.SIGCONT)  # w1 wakes up and finishes its stale attempt
+    wait_until(
+        lambda: ["1", "w1", "finished"] in [m[1:] for m in read_marks(marks)],
+        timeout=30,
+        what="w1 to finish its stale attempt",
+    )
+    wait_for_state_of(process_app, run_id, *TERMINAL_STATES, timeout=30, what="the run to finish")
+    # w1's outcome is in flight or discarded by now; give it no way to land later.
+    worker_processes.stop_all()
+    run = process_app.get_run(run_id)
     assert run.state is RunState.SUCCEEDED
     assert run.result == {"worker": "w2", "fence": 2}
-    attempts = app.run_detail(run_id).attempts
+    attempts = process_app.run_detail(run_id).attempts
     assert [(a.fence, a.worker_id, a.outcome) for a in attempts] == [
         (1, "w1", AttemptOutcome.LOST),
         (2, "w2", AttemptOutcome.SUCCEEDED),
@@ -111,29 +94,23 @@ def test_stalled_worker_cannot_overwrite_the_newer_result(app: rota.App, db_url:
 
 
 def test_a_run_that_kills_its_worker_repeatedly_becomes_poison(
-    app: rota.App, db_url: str, marks: Path
+    process_app: rota.App, worker_processes: WorkerProcesses, marks: Path
 ):
     lease = 1.0
-    run_id = app.enqueue("slow", {"seconds": 3600}, max_attempts=10)
-    workers = []
-    try:
-        for crash in range(3):
-            worker = start_worker(db_url, f"w{crash}", marks, lease_seconds=lease)
-            workers.append(worker)
-            wait_until(
-                lambda n=f"w{crash}": any(m[2] == n for m in read_marks(marks)),
-                what=f"worker {crash} to start the run",
-            )
-            worker.send_signal(signal.SIGKILL)
-            worker.wait(timeout=10)
-        # Someone must notice the last lease expiring: a fresh worker's reaper.
-        workers.append(start_worker(db_url, "reaper", marks, lease_seconds=lease))
-        run = wait_until(
-            lambda: (r := app.get_run(run_id)).state is RunState.DEAD_LETTERED and r,
-            timeout=30,
-            what="the run to be dead-lettered as poison",
+    run_id = process_app.enqueue("slow", {"seconds": 3600}, max_attempts=10)
+    for crash in range(3):
+        worker = worker_processes.start(f"w{crash}", lease_seconds=lease)
+        wait_until(
+            lambda n=f"w{crash}": any(m[2] == n for m in read_marks(marks)),
+            what=f"worker {crash} to start the run",
         )
-    finally:
-        stop_all(workers)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+    # Someone must notice the last lease expiring: a fresh worker's reaper.
+    worker_processes.start("reaper", lease_seconds=lease)
+    run = wait_for_state_of(
+        process_app, run_id, RunState.DEAD_LETTERED, timeout=30, what="the run to be dead-lettered"
+    )
+    worker_processes.stop_all()
     assert "poison" in (run.error or "")
-    assert [a.outcome for a in app.run_detail(run_id).attempts] == [AttemptOutcome.LOST] * 3
+    assert [a.outcome for a in process_app.run_detail(run_id).attempts] == [AttemptOutcome.LOST] * 3

@@ -6,9 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import rota
-from rota.domain.states import AttemptOutcome, RunState
+from rota.domain.states import TERMINAL_STATES, AttemptOutcome, RunState
 from tests.engine.conftest import working
-from tests.helpers import eventually
 from tests.waiting import wait_for_state
 
 
@@ -66,7 +65,7 @@ async def test_permanent_failure_is_not_retried(make_app, clock):
     store = await app.store()
     async with working(app):
         run_id = await app.enqueue_async("bad-input", {})
-        run = await eventually(lambda: _terminal(store, run_id), what="the run to end")
+        run = await wait_for_state(store, run_id, *TERMINAL_STATES, what="the run to end")
     assert run.state is RunState.FAILED
     assert run.attempt == 1
     assert "customer 42 does not exist" in run.error
@@ -87,11 +86,6 @@ async def test_unregistered_handler_on_this_worker_fails_visibly(make_app, clock
     run_id = await producer.enqueue_async("elsewhere", {})
     store = await worker_app.store()
     async with working(worker_app):
-        run = await eventually(lambda: _terminal(store, run_id), what="the run to end")
+        run = await wait_for_state(store, run_id, *TERMINAL_STATES, what="the run to end")
     assert run.state is RunState.DEAD_LETTERED
     assert "not registered on this worker" in run.error
-
-
-async def _terminal(store, run_id):
-    run = await store.get_run(run_id)
-    return run if run and run.state.is_terminal else None

@@ -8,7 +8,7 @@ import rota
 from rota import services
 from rota.domain.states import RunState
 from tests.engine.conftest import working
-from tests.helpers import eventually
+from tests.waiting import wait_for_state
 
 
 async def test_log_lines_carry_the_correlation_id_of_the_request(make_app):
@@ -24,12 +24,7 @@ async def test_log_lines_carry_the_correlation_id_of_the_request(make_app):
     )
     [run_id] = await services.enqueue(store, app.clock, [run])
     async with working(app):
-
-        async def done():
-            found = await store.get_run(run_id)
-            return found.state is RunState.SUCCEEDED
-
-        await eventually(done)
+        await wait_for_state(store, run_id, RunState.SUCCEEDED)
     [line] = await store.logs(run_id)
     assert line.message == "building"
     assert json.loads(line.fields_json) == {"correlation_id": "req-123", "rows": 3}

@@ -10,12 +10,7 @@ import rota
 from rota.domain.states import RunState
 from rota.worker import Worker
 from tests.faults import FaultyStore
-from tests.helpers import eventually
-
-
-async def _succeeded(store: Any, run_id: int) -> bool:
-    run = await store.get_run(run_id)
-    return run is not None and run.state is RunState.SUCCEEDED
+from tests.waiting import wait_for_state
 
 
 async def test_a_claim_loop_that_fails_unexpectedly_is_restarted(make_app):
@@ -34,7 +29,7 @@ async def test_a_claim_loop_that_fails_unexpectedly_is_restarted(make_app):
     working = asyncio.create_task(worker.run(stop))
     try:
         run_id = await app.enqueue_async("noop", {})
-        await eventually(lambda: _succeeded(store, run_id), what="the run to succeed")
+        await wait_for_state(store, run_id, RunState.SUCCEEDED, what="the run to succeed")
         assert worker.restarts.of("claims") == 1
     finally:
         stop.set()

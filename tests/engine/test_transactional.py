@@ -10,10 +10,9 @@ import pytest
 
 import rota
 from rota.domain.states import RunState
-from tests.apps.proc_app import app as proc_app
 from tests.engine.conftest import side_effects, with_side_effects_table, working
-from tests.helpers import eventually, read_marks, start_worker, stop_all, wait_until
-from tests.waiting import wait_for_state
+from tests.helpers import WorkerProcesses, eventually, read_marks, wait_until
+from tests.waiting import wait_for_state, wait_for_state_of
 
 pytestmark = pytest.mark.postgres
 
@@ -85,28 +84,20 @@ async def _rejected(store, run_id):
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_worker_killed_between_write_and_completion(db_url, tmp_path: Path):
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    app = rota.App(db_url)
-    app.registry = proc_app.registry
-    w1 = start_worker(db_url, "w1", marks, lease_seconds=1.0)
-    workers = [w1]
-    try:
-        run_id = app.enqueue("tx-write", {"hang_first": True})
-        wait_until(lambda: any(m[-1] == "wrote" for m in read_marks(marks)), what="the write")
-        w1.send_signal(signal.SIGKILL)
-        w1.wait(timeout=10)
-        assert side_effects(db_url) == [], "an uncommitted write must not be visible"
-        workers.append(start_worker(db_url, "w2", marks, lease_seconds=1.0))
-        run = wait_until(
-            lambda: (r := app.get_run(run_id)).state is RunState.SUCCEEDED and r,
-            timeout=60,
-            what="w2 to redo the run",
-        )
-    finally:
-        stop_all(workers)
-        app.close()
+def test_worker_killed_between_write_and_completion(
+    db_url, process_app: rota.App, worker_processes: WorkerProcesses, marks: Path
+):
+    w1 = worker_processes.start("w1", lease_seconds=1.0)
+    run_id = process_app.enqueue("tx-write", {"hang_first": True})
+    wait_until(lambda: any(m[-1] == "wrote" for m in read_marks(marks)), what="the write")
+    w1.send_signal(signal.SIGKILL)
+    w1.wait(timeout=10)
+    assert side_effects(db_url) == [], "an uncommitted write must not be visible"
+    worker_processes.start("w2", lease_seconds=1.0)
+    run = wait_for_state_of(
+        process_app, run_id, RunState.SUCCEEDED, timeout=60, what="w2 to redo the run"
+    )
+    worker_processes.stop_all()
     assert run.fence == 2
     assert side_effects(db_url) == [(run_id, 2)], "exactly one write, by the new fence"
 

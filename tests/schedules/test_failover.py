@@ -12,23 +12,14 @@ from pathlib import Path
 import pytest
 
 import rota
-from tests.apps.proc_app import app as proc_app
-from tests.helpers import start_worker, stop_all, wait_until
+from tests.helpers import WorkerProcesses, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-LEASE = 2.0  # run lease; start_worker sets the leader lease to half of it
+LEASE = 2.0  # run lease; worker processes get a leader lease of half of it
 
 
-@pytest.fixture
-def app(db_url: str):
-    app = rota.App(db_url)
-    app.registry = proc_app.registry
-    yield app
-    app.close()
-
-
-def _assert_every_second_once(app: rota.App, job_id: int) -> list:
-    runs = app.list_runs(limit=1000)
+def _assert_every_second_once(process_app: rota.App, job_id: int) -> list:
+    runs = process_app.list_runs(limit=1000)
     slots = Counter(r.slot_at for r in runs if r.job_id == job_id)
     doubled = {s: n for s, n in slots.items() if n > 1}
     assert not doubled, f"slots planned twice: {doubled}"
@@ -38,50 +29,47 @@ def _assert_every_second_once(app: rota.App, job_id: int) -> list:
     return ordered
 
 
-def _leader(app: rota.App, holder: str):
-    info = app.leader()
+def _leader(process_app: rota.App, holder: str):
+    info = process_app.leader()
     return info if info is not None and info.holder == holder else None
 
 
-def test_killed_leader_is_replaced_within_its_ttl(app: rota.App, db_url: str, tmp_path: Path):
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    job = app.schedule(
+def test_killed_leader_is_replaced_within_its_ttl(
+    process_app: rota.App, worker_processes: WorkerProcesses
+):
+    job = process_app.schedule(
         "every-second",
         handler="record",
         cron="* * * * * *",
         misfire="run_all",
         catch_up_window=60,
     )
-    w1 = start_worker(db_url, "w1", marks, lease_seconds=LEASE)
-    workers = [w1]
-    try:
-        first = wait_until(lambda: _leader(app, "w1"), what="w1 to lead")
-        workers.append(start_worker(db_url, "w2", marks, lease_seconds=LEASE))
-        wait_until(lambda: len(app.list_runs(limit=1000)) >= 3, what="runs from the schedule")
-        w1.send_signal(signal.SIGKILL)
-        killed_at = time.time()
-        second = wait_until(lambda: _leader(app, "w2"), timeout=30, what="w2 to lead")
-        elapsed = second.acquired_at.timestamp() - killed_at
-        assert second.term > first.term
-        assert elapsed <= LEASE / 2 + 1.0, f"failover took {elapsed:.2f} s"
-        # Let the new leader plan past the gap, then check the whole history.
-        after = second.acquired_at + timedelta(seconds=3)
-        wait_until(
-            lambda: any(r.slot_at and r.slot_at >= after for r in app.list_runs(limit=1000)),
-            timeout=30,
-            what="slots after the failover",
-        )
-    finally:
-        stop_all(workers)
-    slots = _assert_every_second_once(app, job.id)
+    w1 = worker_processes.start("w1", lease_seconds=LEASE)
+    first = wait_until(lambda: _leader(process_app, "w1"), what="w1 to lead")
+    worker_processes.start("w2", lease_seconds=LEASE)
+    wait_until(lambda: len(process_app.list_runs(limit=1000)) >= 3, what="runs from the schedule")
+    w1.send_signal(signal.SIGKILL)
+    killed_at = time.time()
+    second = wait_until(lambda: _leader(process_app, "w2"), timeout=30, what="w2 to lead")
+    elapsed = second.acquired_at.timestamp() - killed_at
+    assert second.term > first.term
+    assert elapsed <= LEASE / 2 + 1.0, f"failover took {elapsed:.2f} s"
+    # Let the new leader plan past the gap, then check the whole history.
+    after = second.acquired_at + timedelta(seconds=3)
+    wait_until(
+        lambda: any(r.slot_at and r.slot_at >= after for r in process_app.list_runs(limit=1000)),
+        timeout=30,
+        what="slots after the failover",
+    )
+    worker_processes.stop_all()
+    slots = _assert_every_second_once(process_app, job.id)
     assert slots[0] < first.expires_at < second.acquired_at < slots[-1]
 
 
-def test_a_paused_leader_that_resumes_cannot_write(app: rota.App, db_url: str, tmp_path: Path):
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    job = app.schedule(
+def test_a_paused_leader_that_resumes_cannot_write(
+    process_app: rota.App, worker_processes: WorkerProcesses, tmp_path: Path
+):
+    job = process_app.schedule(
         "every-second",
         handler="record",
         cron="* * * * * *",
@@ -89,21 +77,18 @@ def test_a_paused_leader_that_resumes_cannot_write(app: rota.App, db_url: str, t
         catch_up_window=60,
     )
     w1_log = tmp_path / "w1.log"
-    w1 = start_worker(db_url, "w1", marks, lease_seconds=LEASE, log_file=w1_log)
-    workers = [w1]
-    try:
-        first = wait_until(lambda: _leader(app, "w1"), what="w1 to lead")
-        workers.append(start_worker(db_url, "w2", marks, lease_seconds=LEASE))
-        w1.send_signal(signal.SIGSTOP)
-        second = wait_until(lambda: _leader(app, "w2"), timeout=30, what="w2 to lead")
-        assert second.term == first.term + 1
-        w1.send_signal(signal.SIGCONT)  # w1 wakes up still believing it leads
-        wait_until(
-            lambda: "leadership lost" in w1_log.read_text(),
-            timeout=30,
-            what="w1 to notice it was deposed",
-        )
-    finally:
-        stop_all(workers)
-    _assert_every_second_once(app, job.id)
-    assert app.leader().term == second.term
+    w1 = worker_processes.start("w1", lease_seconds=LEASE, log_file=w1_log)
+    first = wait_until(lambda: _leader(process_app, "w1"), what="w1 to lead")
+    worker_processes.start("w2", lease_seconds=LEASE)
+    w1.send_signal(signal.SIGSTOP)
+    second = wait_until(lambda: _leader(process_app, "w2"), timeout=30, what="w2 to lead")
+    assert second.term == first.term + 1
+    w1.send_signal(signal.SIGCONT)  # w1 wakes up still believing it leads
+    wait_until(
+        lambda: "leadership lost" in w1_log.read_text(),
+        timeout=30,
+        what="w1 to notice it was deposed",
+    )
+    worker_processes.stop_all()
+    _assert_every_second_once(process_app, job.id)
+    assert process_app.leader().term == second.term

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,9 +25,9 @@ from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.routes import access, cluster, jobs, public, runs
 from rota.api.settings import ApiSettings
 from rota.app import App
-from rota.housekeeping import stand_for_leader
-from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, watched
-from rota.worker import WorkerOptions, default_node_id
+from rota.node import NodeRoles
+from rota.supervise import watched
+from rota.worker import default_node_id
 
 log = structlog.get_logger("rota.api")
 
@@ -165,22 +164,21 @@ def _openapi(api: FastAPI) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def _embedded(context: ApiContext) -> AsyncIterator[None]:
-    """Run the embedded worker (or, without one, a leader candidate) beside the API."""
+    """Run the embedded node (a worker, a leader candidate, or both) beside the API."""
     settings, app = context.settings, context.rota_app
     if not (settings.embedded_worker or settings.embedded_leader):
         yield
         return
     await app.store()  # open and migrate before serving, so start-up errors come first
-    stop = asyncio.Event()
     node_id = settings.node_id or default_node_id()
+    worker = None
     if settings.embedded_worker:
-        options = dataclasses.replace(
-            app.worker_options(concurrency=settings.worker_concurrency, node_id=node_id),
-            leader=settings.embedded_leader,
-        )
-        task = asyncio.create_task(_work(app, stop, options), name="rota-embedded-worker")
-    else:
-        task = asyncio.create_task(_lead(context, stop, node_id), name="rota-embedded-leader")
+        worker = app.worker_options(concurrency=settings.worker_concurrency, node_id=node_id)
+    node = await app.node(NodeRoles(node_id, worker, settings.embedded_leader))
+    stop = asyncio.Event()
+    # watched: a node that fails at start (e.g. it cannot publish its handlers' caps)
+    # is logged when it happens, not only when the server stops.
+    task = watched(node.run(stop), name="rota-embedded-node")
     log.info(
         "embedded duties started",
         worker=settings.embedded_worker,
@@ -192,21 +190,3 @@ async def _embedded(context: ApiContext) -> AsyncIterator[None]:
     finally:
         stop.set()
         await task
-
-
-async def _work(app: App, stop: asyncio.Event, options: WorkerOptions) -> None:
-    await app.work(stop, options)
-
-
-async def _lead(context: ApiContext, stop: asyncio.Event, node_id: str) -> None:
-    """Stand for leader without working runs (``rota server --no-worker``)."""
-    app = context.rota_app
-    store = await app.store()
-    leading = watched(
-        stand_for_leader(store, app.settings, app.clock, node_id, Restarts()),
-        name="rota-leader",
-    )
-    try:
-        await stop.wait()
-    finally:
-        await cancel_and_wait(leading, CANCEL_WAIT_SECONDS)

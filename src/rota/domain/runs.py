@@ -108,16 +108,17 @@ class NewRun:
     def __post_init__(self) -> None:
         """Everything a store will be asked to hold is checked here, so the SQLite and
         PostgreSQL stores take and refuse the same runs (and no run reaches a store
-        that would fail the whole batch it travels in)."""
+        that would fail the whole batch it travels in). Values are kept in one form:
+        instants in UTC, the timeout as a float, tags sorted without repeats."""
         for kind, name in (("handler", self.handler), ("queue", self.queue)):
             check_name(kind, name)
         check_name("namespace", self.namespace)
         check_json_text("payload", self.payload_json)
         check_priority(self.priority)
         check_positive_int("max_attempts", self.max_attempts)
-        check_timeout(self.timeout)
+        object.__setattr__(self, "timeout", check_timeout(self.timeout))
         check_idempotency_key(self.idempotency_key)
-        check_tags(self.tags)
+        object.__setattr__(self, "tags", check_tags(self.tags))
         if self.concurrency_key is not None:
             check_name("concurrency_key", self.concurrency_key)
         if self.concurrency_limit is not None:
@@ -125,7 +126,7 @@ class NewRun:
         for field_name in ("run_at", "slot_at", "deadline"):
             instant = getattr(self, field_name)
             if instant is not None:
-                check_instant(field_name, instant)
+                object.__setattr__(self, field_name, check_instant(field_name, instant))
         if self.correlation_id is not None:
             check_text("correlation_id", self.correlation_id, max_length=200)
 

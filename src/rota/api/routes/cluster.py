@@ -15,7 +15,7 @@ from fastapi import APIRouter, Path, Query, Request
 
 from rota import payloads, schedules, services
 from rota.api.auth import ClusterAdmin, Reader
-from rota.api.context import ApiContext, Context, StoreDep, audit_target
+from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import (
     CronInstant,
@@ -28,8 +28,6 @@ from rota.api.schemas import (
     WorkerList,
     WorkerOut,
 )
-from rota.errors import WorkerNotFound
-from rota.store.port import Store
 
 router = APIRouter(prefix="/api/v1", tags=["cluster"])
 
@@ -37,9 +35,8 @@ router = APIRouter(prefix="/api/v1", tags=["cluster"])
 @router.get("/workers", responses=responses(*AUTHENTICATED))
 async def list_workers(principal: Reader, context: Context, store: StoreDep) -> WorkerList:
     """Registered workers with their state and how long ago each last checked in."""
-    now = await store.now(context.clock.db_now())
-    workers = await services.list_workers(store)
-    return WorkerList(items=[WorkerOut.of(worker, now) for worker in workers])
+    seen = await services.workers_seen(store, context.clock)
+    return WorkerList(items=[WorkerOut.of(s.worker, s.now) for s in seen])
 
 
 @router.post("/workers/{node_id}/drain", status_code=202, responses=responses(*AUTHENTICATED, 404))
@@ -52,8 +49,8 @@ async def drain_worker(
 ) -> WorkerOut:
     """The worker stops claiming and finishes what it holds."""
     audit_target(request, f"worker {node_id}")
-    await services.drain_worker(store, context.clock, node_id)
-    return await _worker_out(context, store, node_id)
+    seen = await services.drain_worker(store, context.clock, node_id)
+    return WorkerOut.of(seen.worker, seen.now)
 
 
 @router.post("/workers/{node_id}/resume", responses=responses(*AUTHENTICATED, 404))
@@ -66,22 +63,14 @@ async def resume_worker(
 ) -> WorkerOut:
     """A drained worker claims again."""
     audit_target(request, f"worker {node_id}")
-    await services.resume_worker(store, context.clock, node_id)
-    return await _worker_out(context, store, node_id)
-
-
-async def _worker_out(context: ApiContext, store: Store, node_id: str) -> WorkerOut:
-    now = await store.now(context.clock.db_now())
-    for worker in await services.list_workers(store):
-        if worker.node_id == node_id:
-            return WorkerOut.of(worker, now)
-    raise WorkerNotFound(node_id)
+    seen = await services.resume_worker(store, context.clock, node_id)
+    return WorkerOut.of(seen.worker, seen.now)
 
 
 @router.get("/leader", responses=responses(*AUTHENTICATED))
 async def leader(principal: Reader, store: StoreDep) -> LeaderState:
     """Who leads (plans schedules, reaps expired leases), since when, and the term."""
-    info = await store.leader()
+    info = await services.leader(store)
     if info is None:
         return LeaderState(leader=None)
     return LeaderState(

@@ -12,12 +12,13 @@ from rota.api.context import Context, StoreDep, audit_target, correlation_id
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import JobCreate, JobList, JobOut, JobUpdate, Name, RunCreated, TriggerRequest
 from rota.domain.access import Principal
-from rota.domain.jobs import Job, JobSpec
+from rota.domain.jobs import JobSpec
 from rota.errors import JobNotFound
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 NamespaceQuery = Annotated[Name, Query(description="The job's namespace.")]
-TRIGGER_FIELDS = ("cron", "interval_seconds", "at")
+# JobUpdate's field names that differ from the JobSpec field they change.
+_SPEC_NAMES = {"timeout_seconds": "timeout"}
 
 
 def _visible(principal: Principal, namespace: str, name: str) -> None:
@@ -51,18 +52,13 @@ def _spec(context: Context, name: str, namespace: str, fields: dict[str, Any]) -
     )
 
 
-def _fields_of(job: Job) -> dict[str, Any]:
-    out = JobOut.of(job)
-    return out.model_dump(include=set(JobUpdate.model_fields))
-
-
 @router.get("", responses=responses(*AUTHENTICATED))
 async def list_jobs(
     principal: Reader, store: StoreDep, namespace: Annotated[Name | None, Query()] = None
 ) -> JobList:
     """Every job the caller can see (optionally in one namespace), by namespace and name."""
-    jobs = await store.list_jobs(namespace)
-    return JobList(items=[JobOut.of(job) for job in jobs if principal.can_see(job.spec.namespace)])
+    jobs = await schedules.list_jobs(store, namespace, principal.namespaces)
+    return JobList(items=[JobOut.of(job) for job in jobs])
 
 
 @router.post("", status_code=201, responses=responses(*AUTHENTICATED, 400, 409))
@@ -99,16 +95,17 @@ async def update_job(
     """Change the fields given. Planning carries on unless the schedule changed."""
     audit_target(request, f"job {namespace}/{name}", namespace)
     _visible(principal, namespace, name)
-    job = await schedules.get_job(store, namespace, name)
-    fields = _fields_of(job)
-    changes = body.model_dump(include=body.model_fields_set)
-    if any(key in changes for key in TRIGGER_FIELDS):
-        fields.update(dict.fromkeys(TRIGGER_FIELDS))
-    for key, value in changes.items():
-        if value is not None or key in TRIGGER_FIELDS or key == "payload":
-            fields[key] = value
-    spec = _spec(context, name, namespace, fields)
-    return JobOut.of(await schedules.save_job(store, context.clock, spec))
+    changes = {
+        _SPEC_NAMES.get(key, key): value
+        for key, value in body.model_dump(include=body.model_fields_set).items()
+        # JSON null leaves a field as it is, except where null is a value: no schedule
+        # (a manual job), or a null payload.
+        if value is not None or key in schedules.SCHEDULE_FIELDS or key == "payload"
+    }
+    job = await schedules.update_job(
+        store, context.clock, namespace, name, context.rota_app.registry, **changes
+    )
+    return JobOut.of(job)
 
 
 @router.delete("/{name}", status_code=204, responses=responses(*AUTHENTICATED, 404))
