@@ -121,11 +121,13 @@ def run_child(side: Side, scenario: str, jobs: int) -> dict[str, float]:
     return result
 
 
-def interleave(sides: tuple[Side, Side], repeats: int, jobs: int) -> dict[str, Any]:
+def interleave(
+    sides: tuple[Side, Side], repeats: int, jobs: int, only: tuple[str, ...] = SCENARIOS
+) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {s.commit: {} for s in sides}
     loads: list[float] = []
     for repeat in range(repeats):
-        for scenario in SCENARIOS:
+        for scenario in only:
             # ABBA: the order flips every repeat, so neither side always goes first.
             order = sides if repeat % 2 == 0 else sides[::-1]
             for side in order:
@@ -150,6 +152,8 @@ def table(sides: tuple[Side, Side], measured: dict[str, Any]) -> list[str]:
         "| --- | ---: | ---: | ---: | --- |",
     ]
     for metric, (_, _, higher_is_better) in METRICS.items():
+        if metric not in measured["samples"][before.commit]:
+            continue
         b = statistics.median(measured["samples"][before.commit][metric])
         a = statistics.median(measured["samples"][after.commit][metric])
         ratio = a / b
@@ -213,6 +217,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=20_000, help="runs per enqueue and drain")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--only", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     parser.add_argument("--child", choices=SCENARIOS, help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -224,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         return child(args)
     with tempfile.TemporaryDirectory(prefix="rota-ab-") as tmp:
         sides = (checkout(args.before, Path(tmp)), checkout(args.after, Path(tmp)))
-        measured = interleave(sides, args.repeats, args.jobs)
+        measured = interleave(sides, args.repeats, args.jobs, tuple(args.only))
     text = section(sides, measured, args)
     print(text)
     if args.write:

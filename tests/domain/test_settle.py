@@ -6,13 +6,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rota.domain.settle import completed_state, reap_verdict, released_state, retry_sort_at
+from rota.domain.settle import (
+    Reaped,
+    completed_state,
+    reap_verdict,
+    released_state,
+    retry_sort_at,
+)
 from rota.domain.states import RunState
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-def verdict(**changes: object) -> RunState:
+def reaped(**changes: object) -> Reaped:
     fields: dict[str, object] = {
         "cancel_requested": False,
         "lost_count": 0,
@@ -22,7 +28,11 @@ def verdict(**changes: object) -> RunState:
         "worker_id": "w-1",
     }
     fields.update(changes)
-    return reap_verdict(**fields).state  # type: ignore[arg-type]
+    return reap_verdict(**fields)  # type: ignore[arg-type]
+
+
+def verdict(**changes: object) -> RunState:
+    return reaped(**changes).state
 
 
 def test_a_lost_run_with_budget_left_goes_back_to_pending() -> None:
@@ -50,14 +60,7 @@ def test_poison_and_spent_attempts_dead_letter() -> None:
 
 
 def test_error_texts_name_the_worker_and_the_losses() -> None:
-    poison = reap_verdict(
-        cancel_requested=False,
-        lost_count=2,
-        attempt=1,
-        max_attempts=3,
-        poison_after=3,
-        worker_id=None,
-    )
+    poison = reaped(lost_count=2, worker_id=None)
     assert poison.error == "poison: lost its worker 3 times in a row"
     assert poison.attempt_error == "lease expired: worker ? stopped renewing it"
 

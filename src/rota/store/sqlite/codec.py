@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from rota.errors import StoreError
@@ -45,6 +46,11 @@ def to_instant(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
+# Parameters of these types pass as they are (a set lookup of the type is the cheapest
+# test on the hot path, where every call binds a dozen parameters).
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None), bytes})
+
+
 def encode(value: Any) -> Any:
     """A parameter as SQLite stores it."""
     if isinstance(value, datetime):
@@ -55,20 +61,33 @@ def encode(value: Any) -> Any:
 
 
 def encoded(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: encode(value) for key, value in params.items()}
-
-
-def decoded(row: sqlite3.Row) -> dict[str, Any]:
-    """A row as a dict with instants as datetimes and JSON columns decoded."""
-    out = dict(row)
+    out = dict(params)
     for key, value in out.items():
-        if value is None:
-            continue
-        if key in INSTANT_COLUMNS:
-            out[key] = datetime.fromtimestamp(value, UTC)
-        elif key in JSON_COLUMNS:
-            out[key] = json.loads(value)
+        if type(value) not in _PLAIN_TYPES:
+            out[key] = encode(value)
     return out
+
+
+def decoded(names: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Rows as dicts, with instants as datetimes and JSON columns decoded (the columns to
+    decode are found once per result, not once per row)."""
+    instants, documents = _to_decode(tuple(names))
+    out = []
+    for values in rows:
+        row = dict(zip(names, values, strict=True))
+        for name in instants:
+            if (value := row[name]) is not None:
+                row[name] = datetime.fromtimestamp(value, UTC)
+        for name in documents:
+            if (value := row[name]) is not None:
+                row[name] = json.loads(value)
+        out.append(row)
+    return out
+
+
+@cache
+def _to_decode(names: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    return [n for n in names if n in INSTANT_COLUMNS], [n for n in names if n in JSON_COLUMNS]
 
 
 def statements(script: str) -> Iterator[str]:

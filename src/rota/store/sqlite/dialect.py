@@ -67,15 +67,17 @@ class _ThreadSession:
         bound = encoded(params)
         if reads_now:
             bound["now"] = self._now()
-        rows: list[sqlite3.Row] = []
         for statement in sql:
-            rows = self.conn.execute(statement, bound).fetchall()
-        return [decoded(row) for row in rows]
+            cursor = self.conn.execute(statement, bound)
+            rows = cursor.fetchall()
+        if not rows:
+            return []
+        return decoded([column[0] for column in cursor.description], rows)
 
     def batch(self, query: str, items: Sequence[Params], shared: Params) -> list[Row]:
         found = []
         for item in items:
-            found += self.run(query, {**shared, **item})
+            found += self.run(query, {**shared, **item} if shared else item)
         return found
 
 
@@ -152,7 +154,6 @@ class SqliteDialect:
         conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
-        conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
         # NORMAL in WAL mode keeps commits durable against a process crash (what workers
