@@ -35,10 +35,12 @@ class CoreClaim(CoreBase):
         # duplicates.
         queues = list(dict.fromkeys(request.queues))
         tags = sorted(set(request.tags))
+        keyed: bool | None = None  # not known yet: asked only if needed
         if self._d.claims_read_first:
-            [due] = await self._d.rows("anything_due", {"queues": queues}, now)
-            if not due["due"]:
+            [first] = await self._d.rows("anything_due", {"queues": queues}, now)
+            if not first["due"]:
                 return []
+            keyed = bool(first["keyed"])
         limits = await self._limits()
         claimed: list[ClaimedRun] = []
         plain = [q for q in queues if q not in limits.queues and limits.global_max is None]
@@ -53,7 +55,7 @@ class CoreClaim(CoreBase):
             }
             claimed = [claimed_from_row(row) for row in await self._d.write("claim", params, now)]
         want = request.limit - len(claimed)
-        if want > 0 and (limits.any or await self._has_keyed_work(queues, now)):
+        if want > 0 and (limits.any or keyed or (keyed is None and await self._keyed(queues, now))):
             claimed += await self._claim_limited(request, queues, tags, limits, want, now)
         return claimed
 
@@ -65,7 +67,7 @@ class CoreClaim(CoreBase):
             self._limits_cache = cached = (time.monotonic(), limits)
         return cached[1]
 
-    async def _has_keyed_work(self, queues: list[str], now: datetime | None) -> bool:
+    async def _keyed(self, queues: list[str], now: datetime | None) -> bool:
         [row] = await self._d.rows("has_keyed_work", {"queues": queues}, now)
         return bool(row["keyed"])
 

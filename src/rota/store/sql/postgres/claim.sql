@@ -4,10 +4,15 @@
 -- Asked only by a dialect with claims_read_first (SQLite); kept alike here so both
 -- dialects answer the same names.
 SELECT EXISTS (
-    SELECT 1 FROM rota_runs
-    WHERE state IN ('pending', 'retrying')
-      AND run_at <= COALESCE(%(now)s::timestamptz, now())
-      AND queue = ANY(%(queues)s::text[])) AS due;
+           SELECT 1 FROM rota_runs
+           WHERE state IN ('pending', 'retrying')
+             AND run_at <= COALESCE(%(now)s::timestamptz, now())
+             AND queue = ANY(%(queues)s::text[])) AS due,
+       EXISTS (
+           SELECT 1 FROM rota_runs
+           WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+             AND queue = ANY(%(queues)s::text[])
+             AND run_at <= COALESCE(%(now)s::timestamptz, now())) AS keyed;
 
 -- name: claim
 -- The plain path, for runs no limit applies to: one index range scan per queue

@@ -4,10 +4,15 @@
 -- name: anything_due
 -- A read before the write lock: an idle worker's poll must not take SQLite's single
 -- writer lock (a worker paused inside a write transaction stalls every other process).
+-- It also answers has_keyed_work, so a claim needs no third read.
 SELECT EXISTS (
-    SELECT 1 FROM rota_runs
-    WHERE state IN ('pending', 'retrying') AND run_at <= :now
-      AND queue IN (SELECT value FROM json_each(:queues))) AS due;
+           SELECT 1 FROM rota_runs
+           WHERE state IN ('pending', 'retrying') AND run_at <= :now
+             AND queue IN (SELECT value FROM json_each(:queues))) AS due,
+       EXISTS (
+           SELECT 1 FROM rota_runs
+           WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+             AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
 
 -- name: claim
 -- The plain path, for runs no limit applies to. Tags: every tag the run needs is the
