@@ -14,6 +14,7 @@ import pytest
 from rota.domain.runs import Lease
 from rota.domain.settle import (
     completed_state,
+    deadline_error,
     reap_verdict,
     released_state,
     retry_sort_at,
@@ -108,3 +109,11 @@ async def test_the_reaper_writes_the_domains_verdict(
     assert run.state is expected.state
     assert run.error == expected.error
     assert (await store.attempts(run_id))[-1].error == expected.attempt_error
+
+
+async def test_an_expired_deadline_writes_the_domains_error(store: Store) -> None:
+    run_id = await enqueue_one(store, T0, deadline=at(60))
+    assert await store.expire_deadlines(at(61)) == [run_id]
+    run = await store.get_run(run_id)
+    assert run is not None
+    assert (run.state, run.error) == (RunState.CANCELLED, deadline_error(at(60)))

@@ -9,6 +9,7 @@ import pytest
 from rota.domain.settle import (
     Reaped,
     completed_state,
+    deadline_error,
     reap_verdict,
     released_state,
     retry_sort_at,
@@ -77,3 +78,7 @@ def test_release_and_retry_sort_at() -> None:
     assert released_state(False) is RunState.PENDING
     lead, delay = timedelta(seconds=300), timedelta(seconds=30)
     assert retry_sort_at(T0, delay, T0, T0 - lead) == T0 + delay - lead
+
+
+def test_a_deadline_error_names_the_instant_in_utc() -> None:
+    assert deadline_error(T0) == "deadline_exceeded: not started by 2030-01-01T00:00:00Z"

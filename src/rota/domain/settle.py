@@ -1,9 +1,10 @@
 """How a run that leaves a worker's hands settles: the rules both stores apply.
 
-Pure functions, stated once. The reaper's verdict is decided here in Python and the
-store only writes it (fenced). Two rules must be read in the same statement that writes
-the run, so they stay in SQL for atomicity and are stated here once; one contract test
-(tests/contract/test_store_settle.py) holds both dialects to these functions:
+Pure functions, stated once. The reaper's verdict and every error text a store writes
+are decided here in Python; the store only writes them (fenced). Two rules must be
+read in the same statement that writes the run, so they stay in SQL for atomicity and
+are stated here once; one contract test (tests/contract/test_store_settle.py) holds
+both dialects to these functions:
 
 * a cancel request outranks a retry (:func:`completed_state`, :func:`released_state`);
 * a retry keeps its priority boost: ``sort_at`` moves with ``run_at``
@@ -13,7 +14,7 @@ the run, so they stay in SQL for atomicity and are stated here once; one contrac
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from rota.domain.states import RunState
 
@@ -56,6 +57,11 @@ def reap_verdict(
         error = f"lease expired on the last attempt (worker {worker})"
         return Reaped(RunState.DEAD_LETTERED, error, attempt_error)
     return Reaped(RunState.PENDING, None, attempt_error)
+
+
+def deadline_error(deadline: datetime) -> str:
+    """Why a run never started: its start-by deadline passed (it is cancelled)."""
+    return f"deadline_exceeded: not started by {deadline.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def completed_state(requested: RunState, cancel_requested: bool) -> RunState:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from rota.domain.limits import Limit
+from rota.domain.settle import deadline_error
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.store.core.claim import CoreClaim
 from rota.store.rows import worker_from_row
@@ -31,7 +32,11 @@ class CoreRegistry(CoreClaim):
         async with self._d.transaction(now) as session:
             if not await self._term_holds(session, leader_term):
                 return []
-            return [row["id"] for row in await session.rows("expire_deadlines")]
+            passed = await session.rows("deadlines_passed")
+            if not passed:
+                return []
+            items = [{"id": r["id"], "error": deadline_error(r["deadline"])} for r in passed]
+            return [row["id"] for row in await session.batch("expire_deadlines", items)]
 
     async def register_worker(self, worker: WorkerInfo, now: datetime | None) -> None:
         params = {

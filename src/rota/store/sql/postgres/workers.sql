@@ -10,15 +10,20 @@ ON CONFLICT (scope, name) DO UPDATE SET max_running = EXCLUDED.max_running;
 -- name: clear_limit
 DELETE FROM rota_limits WHERE scope = %(scope)s AND name = %(name)s RETURNING name;
 
+-- name: deadlines_passed
+-- Runs never started by their deadline; locked, so two leaders never judge one run.
+SELECT id, deadline FROM rota_runs
+WHERE state = 'pending' AND attempt = 0
+  AND deadline < COALESCE(%(now)s::timestamptz, now())
+ORDER BY id
+FOR UPDATE SKIP LOCKED;
+
 -- name: expire_deadlines
--- A run not started by its deadline never runs.
-WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+-- A run not started by its deadline never runs (its error: domain/settle.py).
 UPDATE rota_runs r
-SET state = 'cancelled', finished_at = t.now,
-    error = 'deadline_exceeded: not started by ' || to_char(r.deadline AT TIME ZONE 'UTC',
-                                                             'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-FROM t
-WHERE r.state = 'pending' AND r.attempt = 0 AND r.deadline < t.now
+SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now()), error = e.error
+FROM unnest(%(id)s::bigint[], %(error)s::text[]) AS e(id, error)
+WHERE r.id = e.id AND r.state = 'pending' AND r.attempt = 0
 RETURNING r.id;
 
 -- name: register_worker

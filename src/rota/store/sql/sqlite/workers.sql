@@ -10,13 +10,17 @@ ON CONFLICT (scope, name) DO UPDATE SET max_running = excluded.max_running;
 -- name: clear_limit
 DELETE FROM rota_limits WHERE scope = :scope AND name = :name RETURNING name;
 
--- name: expire_deadlines
--- A run not started by its deadline never runs.
-UPDATE rota_runs
-SET state = 'cancelled', finished_at = :now,
-    error = 'deadline_exceeded: not started by '
-            || strftime('%Y-%m-%dT%H:%M:%SZ', deadline, 'unixepoch')
+-- name: deadlines_passed
+-- Runs never started by their deadline.
+SELECT id, deadline FROM rota_runs
 WHERE state = 'pending' AND attempt = 0 AND deadline < :now
+ORDER BY id;
+
+-- name: expire_deadlines
+-- A run not started by its deadline never runs (its error: domain/settle.py).
+UPDATE rota_runs
+SET state = 'cancelled', finished_at = :now, error = :error
+WHERE id = :id AND state = 'pending' AND attempt = 0
 RETURNING id;
 
 -- name: register_worker
