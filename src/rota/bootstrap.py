@@ -41,9 +41,13 @@ def make_store(settings: Settings) -> Store:
 def handler_transactions(store: Store) -> HandlerTransactions | None:
     """The port that lends handlers a transaction committed with their outcome, if the
     store's dialect has one (its flag is set when the store is made)."""
-    if store.supports_handler_transactions and isinstance(store, HandlerTransactions):
-        return store
-    return None
+    if not store.supports_handler_transactions:
+        return None
+    from rota.store.postgres import PostgresStore
+
+    # A class test, not a runtime Protocol check: the worker asks for every run it
+    # starts, and isinstance against a Protocol costs microseconds each time.
+    return store if isinstance(store, PostgresStore) else None
 
 
 def caller_connection_enqueue(settings: Settings) -> CallerConnectionEnqueue | None:

@@ -93,6 +93,11 @@ class Dialect(Protocol):
     ) -> list[int]:
         """:meth:`Session.copy_runs` as a write of its own (``supports_copy`` only)."""
 
+    def session(self, now: Instant) -> AbstractAsyncContextManager[Session]:
+        """Several statements on one connection, each a write of its own (no transaction
+        around them): one pool checkout on PostgreSQL, one BEGIN IMMEDIATE per call on
+        SQLite (:class:`OneShot`)."""
+
     def transaction(self, now: datetime | None) -> AbstractAsyncContextManager[Session]:
         """A write transaction; every query in it sees the same ``now``."""
 
@@ -104,3 +109,23 @@ class Dialect(Protocol):
     async def vacuum(self) -> None: ...
 
     async def wait_for_work(self, timeout: float) -> None: ...
+
+
+class OneShot:
+    """A session whose every call is a write of its own (one round trip, or one hop to
+    SQLite's thread): the hot path needs no transaction around a single statement."""
+
+    def __init__(self, dialect: Dialect, now: datetime | None) -> None:
+        self._d = dialect
+        self._now = now
+
+    async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        return await self._d.write(query, params, self._now)
+
+    async def batch(
+        self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
+    ) -> list[Row]:
+        return await self._d.batch(query, items, shared, self._now)
+
+    async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
+        return await self._d.copy_runs(runs, aging_seconds, self._now)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from rota.domain.runs import Enqueued, NewRun, Outcome
 
@@ -25,7 +25,6 @@ class HandlerTransaction(Protocol):
     async def rollback(self) -> None: ...
 
 
-@runtime_checkable
 class HandlerTransactions(Protocol):
     """``ctx.transaction()``: a handler's writes and its completion commit together."""
 

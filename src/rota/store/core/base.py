@@ -4,11 +4,10 @@ planner's writes and the optional caller-connection port reuse)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from rota.domain.runs import Enqueued, NewRun
-from rota.store.dialect import NO_PARAMS, Dialect, Params, Row, Session
+from rota.store.dialect import Dialect, Row, Session
 
 # Below this, one INSERT of arrays (or a loop on SQLite) is cheaper than COPY's setup.
 COPY_THRESHOLD = 200
@@ -66,26 +65,6 @@ def enqueued_in_order(
         else:
             results.append(Enqueued(found[key], created=False))
     return results
-
-
-class OneShot:
-    """A session whose every call is a write of its own (one round trip, or one hop to
-    SQLite's thread): the hot path needs no transaction around a single statement."""
-
-    def __init__(self, dialect: Dialect, now: datetime | None) -> None:
-        self._d = dialect
-        self._now = now
-
-    async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
-        return await self._d.write(query, params, self._now)
-
-    async def batch(
-        self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
-    ) -> list[Row]:
-        return await self._d.batch(query, items, shared, self._now)
-
-    async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
-        return await self._d.copy_runs(runs, aging_seconds, self._now)
 
 
 async def insert_runs(

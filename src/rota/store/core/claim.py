@@ -42,20 +42,26 @@ class CoreClaim(CoreBase):
                 return []
             keyed = bool(first["keyed"])
         limits = await self._limits()
-        claimed: list[ClaimedRun] = []
         plain = [q for q in queues if q not in limits.queues and limits.global_max is None]
-        if plain:
-            params = {
-                "queues": plain,
-                "limit": request.limit,
-                "worker_id": request.worker_id,
-                "lease_seconds": request.lease_seconds,
-                "tags": tags,
-                "limited_handlers": list(limits.handlers),
-            }
-            claimed = [claimed_from_row(row) for row in await self._d.write("claim", params, now)]
-        want = request.limit - len(claimed)
-        if want > 0 and (limits.any or keyed or (keyed is None and await self._keyed(queues, now))):
+        # One connection for the plain claim and, if it left room, the keyed-work check:
+        # small claims are frequent, and a second pool checkout each would show.
+        async with self._d.session(now) as session:
+            claimed: list[ClaimedRun] = []
+            if plain:
+                params = {
+                    "queues": plain,
+                    "limit": request.limit,
+                    "worker_id": request.worker_id,
+                    "lease_seconds": request.lease_seconds,
+                    "tags": tags,
+                    "limited_handlers": list(limits.handlers),
+                }
+                claimed = [claimed_from_row(row) for row in await session.rows("claim", params)]
+            want = request.limit - len(claimed)
+            if want > 0 and not limits.any and keyed is None:
+                [row] = await session.rows("has_keyed_work", {"queues": queues})
+                keyed = bool(row["keyed"])
+        if want > 0 and (limits.any or keyed):
             claimed += await self._claim_limited(request, queues, tags, limits, want, now)
         return claimed
 
@@ -66,10 +72,6 @@ class CoreClaim(CoreBase):
             limits = Limits.of([Limit.parse(r["scope"], r["name"], r["max_running"]) for r in rows])
             self._limits_cache = cached = (time.monotonic(), limits)
         return cached[1]
-
-    async def _keyed(self, queues: list[str], now: datetime | None) -> bool:
-        [row] = await self._d.rows("has_keyed_work", {"queues": queues}, now)
-        return bool(row["keyed"])
 
     async def _claim_limited(
         self,

@@ -20,9 +20,8 @@ from rota.domain.runs import (
 from rota.domain.settle import CANCELLED_WAITING, RELEASED_ATTEMPT, reap_verdict
 from rota.domain.states import RunState
 from rota.errors import InvalidTransition, RunNotFound
-from rota.store.core.base import OneShot
 from rota.store.core.reads import CoreReads
-from rota.store.dialect import Session
+from rota.store.dialect import OneShot, Session
 
 
 def _in_lock_order(items: Sequence[Any]) -> list[Any]:

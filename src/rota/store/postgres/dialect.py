@@ -170,6 +170,11 @@ class PgDialect:
             return await PgSession(conn, now).copy_runs(runs, aging_seconds)
 
     @asynccontextmanager
+    async def session(self, now: datetime | None) -> AsyncIterator[PgSession]:
+        async with self.connection() as conn:  # autocommit: each statement its own write
+            yield PgSession(conn, now)
+
+    @asynccontextmanager
     async def transaction(self, now: datetime | None) -> AsyncIterator[PgSession]:
         async with self.connection() as conn:
             with _translated():

@@ -17,7 +17,12 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -25,7 +30,7 @@ from typing import TypeVar
 
 from rota.domain.runs import NewRun
 from rota.errors import StoreError, StoreUnavailable
-from rota.store.dialect import NO_PARAMS, Instant, Items, Params, Row, Session
+from rota.store.dialect import NO_PARAMS, Instant, Items, OneShot, Params, Row, Session
 from rota.store.queries import load_migrations, load_queries
 from rota.store.sqlite.codec import decoded, encoded, statements
 
@@ -234,6 +239,10 @@ class SqliteDialect:
         self, runs: Sequence[NewRun], aging_seconds: float, now: datetime | None
     ) -> list[int]:
         raise StoreError("COPY is a PostgreSQL capability (supports_copy is False)")
+
+    def session(self, now: datetime | None) -> AbstractAsyncContextManager[Session]:
+        # One connection already: each call is its own BEGIN IMMEDIATE write.
+        return nullcontext(OneShot(self, now))
 
     @asynccontextmanager
     async def transaction(self, now: datetime | None) -> AsyncIterator[Session]:
