@@ -59,7 +59,11 @@ def as_arrays(items: Sequence[Params], shared: Params) -> dict[str, Any]:
     """Items as parallel arrays, one per parameter name, plus the shared scalars."""
     columns: dict[str, Any] = {key: _encode(value) for key, value in shared.items()}
     for key in items[0]:
-        columns[key] = [_element(item[key]) for item in items]
+        column = [item[key] for item in items]
+        # Only a column that holds lists needs each value looked at (the hot path's
+        # columns are scalars: no call per value for them).
+        sample = next((value for value in column if value is not None), None)
+        columns[key] = [_element(v) for v in column] if isinstance(sample, list | tuple) else column
     return columns
 
 
