@@ -7,8 +7,8 @@ timeout queues writers instead of failing them with "database is locked".
 
 sqlite3 is blocking, so the dialect owns one connection driven by one thread; the async
 methods hand work to it. A one-shot call (``rows``, ``write``, ``batch``) is one hop to
-that thread; a multi-step transaction holds ``_turn`` so no other call of this store
-slips a statement into it.
+that thread; a multi-step transaction holds ``_turn``, and a call that finds it held
+waits, so no statement slips into an open transaction.
 """
 
 from __future__ import annotations
@@ -126,8 +126,13 @@ class SqliteDialect:
         return await loop.run_in_executor(self._executor, self._guarded, fn)
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        async with self._turn:
-            return await self._hop(fn)
+        """A one-hop call. It waits only while a multi-step transaction of this store is
+        open; otherwise it goes straight to the thread's queue, so calls stay pipelined
+        (the thread never idles while the loop hands it the next one)."""
+        if self._turn.locked():
+            async with self._turn:
+                pass  # the transaction ended; nothing can open one before the hop below
+        return await self._hop(fn)
 
     def _guarded(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._conn is None:
