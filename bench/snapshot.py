@@ -29,15 +29,16 @@ def _digest(root: Path) -> str:
     return sha.hexdigest()[:12]
 
 
-def pin_rota_source() -> str:
-    """Copy src/rota aside and import it from there; returns a line for the report."""
+def pin_rota_source(source: Path = SOURCE) -> str:
+    """Copy ``source`` (src/rota, or another revision's copy of it: bench.ab) aside and
+    import rota from there; returns a line for the report."""
     if "rota" in sys.modules:
         raise RuntimeError("rota was imported before its source could be pinned")
-    if not SOURCE.is_dir():
+    if not source.is_dir():
         return "the installed rota package (no src/ checkout found)"
     root = Path(tempfile.mkdtemp(prefix="rota-bench-src-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
-    shutil.copytree(SOURCE, root / "rota", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(source, root / "rota", ignore=shutil.ignore_patterns("__pycache__"))
     sys.path.insert(0, str(root))
     # Also for anything started with subprocess rather than multiprocessing.
     os.environ["PYTHONPATH"] = os.pathsep.join(

@@ -1,53 +1,26 @@
-"""Both dialects name their queries alike (store/queries.py promises it), so the two
-adapters read side by side. The names not shared yet are listed below; a new query
-that exists in one dialect only fails this test."""
+"""Both dialects define exactly the same named queries, in the same concept files: one
+SqlStore runs them all (store/queries.py promises it)."""
 
 from __future__ import annotations
 
-from rota.store.queries import load_queries
+import pytest
 
-# The queries that still differ because the two adapters do the same work in different
-# steps (SQLite: a select, then per-row writes under BEGIN IMMEDIATE; PostgreSQL: one
-# statement, SKIP LOCKED, an advisory lock, COPY). They go when one SqlStore runs both
-# dialects over one name set: issue 10, item 1. Shrink this list; never grow it.
-NOT_YET_SHARED: dict[str, frozenset[str]] = {
-    "sqlite": frozenset(
-        {
-            "anything_due",
-            "claim_candidates",
-            "end_leases_of",
-            "expired_leases",
-            "leader_term_holds",
-            "mark_dead",
-            "prunable",
-            "prune_attempts",
-            "prune_logs",
-            "prune_runs",
-            "reap",
-            "record_attempt",
-            "silent_workers",
-        }
-    ),
-    "postgres": frozenset(
-        {
-            "claim_ids",
-            "claim_lock",
-            "copy_runs",
-            "has_keyed_work",
-            "mark_dead_workers",
-            "next_due_in",
-            "prune_finished",
-            "reap_expired",
-            "reserve_ids",
-        }
-    ),
-}
+from rota.store.queries import load_queries, queries_by_concept
 
-
-def only_in(dialect: str, other: str) -> set[str]:
-    return set(load_queries(dialect)) - set(load_queries(other))
+DIALECTS = ("sqlite", "postgres")
 
 
 def test_sqlite_and_postgres_share_their_query_names() -> None:
-    assert only_in("sqlite", "postgres") == NOT_YET_SHARED["sqlite"]
-    assert only_in("postgres", "sqlite") == NOT_YET_SHARED["postgres"]
+    assert set(load_queries("sqlite")) == set(load_queries("postgres"))
+
+
+def test_each_concept_file_holds_the_same_names_in_both_dialects() -> None:
+    sqlite, postgres = (queries_by_concept(d) for d in DIALECTS)
+    assert sqlite.keys() == postgres.keys()
+    for concept in sqlite:
+        assert set(sqlite[concept]) == set(postgres[concept]), concept
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_query_has_a_body(dialect: str) -> None:
+    assert all(body.strip() for body in load_queries(dialect).values())

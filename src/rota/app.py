@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from rota import schedules, services
+from rota.bootstrap import caller_connection_enqueue
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
 from rota.domain.jobs import Job
@@ -33,6 +34,7 @@ from rota.handlers import HandlerFn, Registry, make_spec
 from rota.loop_stores import LoopStores
 from rota.node import Node, NodeRoles
 from rota.services import RunDetail, RunRequest
+from rota.store.optional import CallerConnectionEnqueue
 from rota.store.port import LeaderInfo, Store
 from rota.worker import Worker, WorkerOptions
 
@@ -159,11 +161,8 @@ class App:
             self.registry, RunRequest(handler, payload, **options), self.clock.now()
         )
         if connection is not None:
-            store = await self.store()
-            enqueue_on = getattr(store, "enqueue_on", None)
-            if enqueue_on is None:
-                raise UnsupportedFeature("enqueue(connection=...) needs the PostgreSQL store")
-            [enqueued] = await enqueue_on(connection, [run], self.clock.db_now())
+            port = self._caller_enqueue()
+            [enqueued] = await port.enqueue_on(connection, [run], self.clock.db_now())
             return int(enqueued.run_id)
         return (await self._enqueue_async([run]))[0]
 
@@ -189,13 +188,13 @@ class App:
         return await services.enqueue(await self.store(), self.clock, runs)
 
     def _enqueue_on_connection(self, connection: Any, run: NewRun) -> int:
-        if not self.settings.database_url.startswith(("postgresql://", "postgres://")):
-            raise UnsupportedFeature("enqueue(connection=...) needs the PostgreSQL store")
-        from rota.store.postgres import enqueue_on_sync_connection
+        return self._caller_enqueue().enqueue_on_sync(connection, run, self.clock.db_now())
 
-        return enqueue_on_sync_connection(
-            connection, run, self.clock.db_now(), self.settings.aging_seconds
-        )
+    def _caller_enqueue(self) -> CallerConnectionEnqueue:
+        port = caller_connection_enqueue(self.settings)
+        if port is None:
+            raise UnsupportedFeature("enqueue(connection=...) needs the PostgreSQL store")
+        return port
 
     # -- reading and steering -----------------------------------------------
     def get_run(self, run_id: int) -> Run:

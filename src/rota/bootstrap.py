@@ -1,10 +1,14 @@
-"""The one place that picks SQLite or PostgreSQL from a database URL."""
+"""The one place that picks SQLite or PostgreSQL from a database URL, and that hands
+out a store's optional ports (store/optional.py)."""
 
 from __future__ import annotations
 
 from rota.config import Settings, check_url
 from rota.errors import SchemaMismatch
+from rota.store.optional import CallerConnectionEnqueue, HandlerTransactions
 from rota.store.port import Store
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def make_store(settings: Settings) -> Store:
@@ -32,6 +36,27 @@ def make_store(settings: Settings) -> Store:
         pool_size=settings.pool_size,
         handler_pool=handler_pool,
     )
+
+
+def handler_transactions(store: Store) -> HandlerTransactions | None:
+    """The port that lends handlers a transaction committed with their outcome, if the
+    store's dialect has one (its flag is set when the store is made)."""
+    if not store.supports_handler_transactions:
+        return None
+    from rota.store.postgres import PostgresStore
+
+    # A class test, not a runtime Protocol check: the worker asks for every run it
+    # starts, and isinstance against a Protocol costs microseconds each time.
+    return store if isinstance(store, PostgresStore) else None
+
+
+def caller_connection_enqueue(settings: Settings) -> CallerConnectionEnqueue | None:
+    """The port that enqueues on the caller's own connection (PostgreSQL only)."""
+    if not check_url(settings.database_url).startswith(POSTGRES_SCHEMES):
+        return None
+    from rota.store.postgres import PostgresCallerEnqueue
+
+    return PostgresCallerEnqueue(settings.aging_seconds)
 
 
 async def open_store(settings: Settings) -> Store:

@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from rota._version import __version__
+from rota.bootstrap import handler_transactions
 from rota.clock import Clock
 from rota.config import Settings
 from rota.context import RunContext, RunLogger
@@ -235,8 +236,8 @@ class Worker:
         self.claimed_total += 1
         spec = self.registry.get(claimed.handler)
         open_tx = None
-        if spec is not None and spec.is_async and self.store.supports_handler_transactions:
-            open_tx = getattr(self.store, "begin_handler_transaction", None)
+        if spec is not None and spec.is_async and (ports := handler_transactions(self.store)):
+            open_tx = ports.begin_handler_transaction
         ctx = RunContext(
             run_id=claimed.run_id,
             handler=claimed.handler,

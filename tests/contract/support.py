@@ -16,8 +16,6 @@ from typing import Any, TypeVar
 from rota.domain.runs import ClaimedRun, Lease, NewRun, Outcome, Run
 from rota.domain.states import AttemptOutcome, RunState
 from rota.store.port import ClaimRequest, Store
-from rota.store.postgres import PostgresStore
-from rota.store.sqlite import SqliteStore
 
 T = TypeVar("T")
 T0 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -105,12 +103,8 @@ async def peers(store: Store, count: int) -> AsyncIterator[list[Store]]:
     opened: list[Store] = []
     try:
         for _ in range(count):
-            peer: Store
-            if isinstance(store, SqliteStore):
-                peer = SqliteStore(store.url, aging_seconds=store.aging_seconds)
-            else:
-                assert isinstance(store, PostgresStore)
-                peer = PostgresStore(store.url, aging_seconds=store.aging_seconds, pool_size=2)
+            # The same kind of store on the same database: both take (url, aging_seconds).
+            peer: Store = type(store)(store.url, aging_seconds=store.aging_seconds)  # type: ignore[call-arg]
             await peer.open()
             opened.append(peer)
         yield opened

@@ -1,5 +1,6 @@
-"""The capability flags are set once per store class and say what each dialect does,
-so tests that branch on a flag (COPY, notifications) still check what they claim."""
+"""The capability flags are set once, from the dialect, when a store is made, and say
+what each dialect does, so tests that branch on a flag (COPY, notifications) still
+check what they claim."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ EXPECTED = {
 }
 
 
-async def test_capabilities_are_class_attributes_matching_the_dialect(store: Store) -> None:
-    flags = ("supports_notify", "supports_copy", "supports_handler_transactions")
-    assert tuple(vars(type(store))[flag] for flag in flags) == EXPECTED[store.dialect]
+FLAGS = ("supports_notify", "supports_copy", "supports_handler_transactions")
+
+
+async def test_capabilities_match_the_dialect(store: Store) -> None:
+    assert tuple(getattr(store, flag) for flag in FLAGS) == EXPECTED[store.dialect]
+
+
+async def test_capabilities_are_the_dialects_own_set_once(store: Store) -> None:
+    dialect = store._d  # type: ignore[attr-defined]
+    assert tuple(vars(type(dialect))[flag] for flag in FLAGS) == EXPECTED[store.dialect]

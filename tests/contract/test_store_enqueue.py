@@ -170,13 +170,14 @@ async def test_large_unkeyed_batch(store: Store, monkeypatch: pytest.MonkeyPatch
     """On PostgreSQL a big unkeyed batch goes through COPY; the contract is the same."""
     copies: list[int] = []
     if store.supports_copy:
-        original = type(store)._copy_runs
+        dialect = type(store._d)  # type: ignore[attr-defined]
+        original = dialect.copy_runs
 
-        async def spy(self, conn, runs, now):
+        async def spy(self, runs, aging_seconds, now):
             copies.append(len(runs))
-            return await original(self, conn, runs, now)
+            return await original(self, runs, aging_seconds, now)
 
-        monkeypatch.setattr(type(store), "_copy_runs", spy)
+        monkeypatch.setattr(dialect, "copy_runs", spy)
     count = COPY_THRESHOLD + 50
     runs = [
         new_run(

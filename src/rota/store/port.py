@@ -1,9 +1,10 @@
 """The store port: everything rota needs from a database, as one Protocol.
 
-SQLite and PostgreSQL implement it; one contract suite (tests/contract) proves both
-behave the same. Every write made under a lease names its fence. ``now`` is ``None`` in
-production (the database clock decides, so machines with skewed clocks agree) and a
-fixed instant in tests.
+One SqlStore implements it over a dialect seam (store/sql_store.py, ADR 0011); one
+contract suite (tests/contract) proves SQLite and PostgreSQL behave the same. Every
+write made under a lease names its fence. ``now`` is ``None`` in production (the
+database clock decides, so machines with skewed clocks agree) and a fixed instant in
+tests.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ class LeaderInfo:
 
 class Store(Protocol):
     dialect: str
-    # Capabilities, set once per store class, so callers test a flag instead of the
-    # store's type or its URL.
+    # Capabilities, set once from the dialect when the store is made, so callers test a
+    # flag instead of the store's type or its URL (optional ports: rota.bootstrap).
     supports_notify: bool  # LISTEN/NOTIFY wakes idle workers (else they poll often)
     supports_copy: bool  # large unkeyed batches are written with COPY
     # ctx.transaction(): a handler's writes and its completion commit together

@@ -1,9 +1,9 @@
-"""Named SQL: each dialect keeps its queries in ``sql/<dialect>/queries.sql`` under
-``-- name: <query>`` headers, and its migrations in ``migrations/<dialect>/NNNN_*.sql``.
+"""Named SQL: each dialect keeps its queries by concept in ``sql/<dialect>/*.sql``
+(runs, claim, leases, reading, jobs, leader, workers, access) under ``-- name: <query>``
+headers, and its migrations in ``migrations/<dialect>/NNNN_*.sql``.
 
-Both dialects use the same query names, so the adapters read alike and a reviewer can
-hold the two files side by side. tests/test_query_names.py holds them to it; the names
-not shared yet are listed there (NOT_YET_SHARED) until issue 10's one SqlStore.
+Both dialects define exactly the same names in the same files, since one SqlStore runs
+them all; tests/test_query_names.py holds them to it.
 """
 
 from __future__ import annotations
@@ -18,15 +18,33 @@ _HEADER = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 
 @cache
 def load_queries(dialect: str) -> dict[str, str]:
-    text = resources.files("rota.store").joinpath(f"sql/{dialect}/queries.sql").read_text()
-    parts = _HEADER.split(text)
-    # parts = [preamble, name1, body1, name2, body2, ...]
+    """Every named query of ``dialect``, from all its concept files."""
     queries: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in queries:
-            raise RuntimeError(f"query {name!r} is defined twice in {dialect}/queries.sql")
-        queries[name] = body.strip().rstrip(";")
+    for concept, names in queries_by_concept(dialect).items():
+        for name, body in names.items():
+            if name in queries:
+                raise RuntimeError(f"query {name!r} is defined twice ({dialect}, {concept})")
+            queries[name] = body
     return queries
+
+
+@cache
+def queries_by_concept(dialect: str) -> dict[str, dict[str, str]]:
+    """``{concept: {name: sql}}``: the concept is the file's stem (``claim.sql``)."""
+    folder = resources.files("rota.store").joinpath(f"sql/{dialect}")
+    found: dict[str, dict[str, str]] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".sql"):
+            continue
+        parts = _HEADER.split(entry.read_text())
+        # parts = [preamble, name1, body1, name2, body2, ...]
+        queries: dict[str, str] = {}
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            if name in queries:
+                raise RuntimeError(f"query {name!r} is defined twice in {dialect}/{entry.name}")
+            queries[name] = body.strip().rstrip(";")
+        found[entry.name.removesuffix(".sql")] = queries
+    return found
 
 
 @dataclass(frozen=True)

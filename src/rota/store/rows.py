@@ -10,8 +10,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rota.domain.jobs import Job, UnreadableJob, planning_error_text, spec_from_json
-from rota.domain.runs import Attempt, LogLine, Run
+from rota.domain.runs import Attempt, ClaimedRun, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
+from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import JobUnreadable
 
 
@@ -121,3 +122,35 @@ def readable_jobs(rows: Iterable[Mapping[str, Any]], log: Any) -> list[Job]:
         except JobUnreadable as exc:
             log.warning("job left out of a listing", job_id=exc.job_id, error=str(exc))
     return jobs
+
+
+def claimed_from_row(row: Mapping[str, Any]) -> ClaimedRun:
+    return ClaimedRun(
+        run_id=row["id"],
+        handler=row["handler"],
+        payload=row["payload"],
+        queue=row["queue"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        fence=row["fence"],
+        timeout=row["timeout_seconds"],
+        lost_count=row["lost_count"],
+        idempotency_key=row["idempotency_key"],
+        lease_expires_at=row["lease_expires_at"],
+        correlation_id=row["correlation_id"],
+    )
+
+
+def worker_from_row(row: Mapping[str, Any]) -> WorkerInfo:
+    return WorkerInfo(
+        row["node_id"],
+        row["host"],
+        row["pid"],
+        row["version"],
+        tuple(row["queues"]),
+        tuple(row["tags"]),
+        row["concurrency"],
+        WorkerState(row["state"]),
+        row["started_at"],
+        row["heartbeat_at"],
+    )

@@ -1,6 +1,14 @@
-"""The SQLite store: rota's zero-infrastructure default (see ``store.py``)."""
+"""The SQLite store: the one SqlStore over the SQLite dialect (see ``dialect.py``)."""
 
-from rota.store.sqlite.base import path_from_url
-from rota.store.sqlite.store import SqliteStore
+from rota.store.sql_store import SqlStore
+from rota.store.sqlite.dialect import SqliteDialect, path_from_url
+
+
+class SqliteStore(SqlStore):
+    def __init__(self, url: str, *, aging_seconds: float = 60.0, poll_seconds: float = 0.05):
+        super().__init__(SqliteDialect(url, poll_seconds), aging_seconds=aging_seconds)
+        self.url = url
+        self.path = path_from_url(url)
+
 
 __all__ = ["SqliteStore", "path_from_url"]

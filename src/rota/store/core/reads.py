@@ -1,0 +1,75 @@
+"""The one SQL store: reading runs (operators, the API's search, the cluster counts)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from rota.domain.runs import Attempt, LogLine, Run, RunFilter
+from rota.domain.search import RunSearch, like_pattern
+from rota.domain.stats import FinishedCount, QueueCount
+from rota.store.core.base import CoreBase
+from rota.store.rows import attempt_from_row, log_from_row, run_from_row
+from rota.store.stats_rows import finished_count_from_row, positive_bucket, queue_count_from_row
+
+
+class CoreReads(CoreBase):
+    async def get_run(self, run_id: int) -> Run | None:
+        rows = await self._d.rows("get_run", {"id": run_id})
+        return run_from_row(rows[0]) if rows else None
+
+    async def list_runs(self, run_filter: RunFilter) -> list[Run]:
+        rows = await self._d.rows(
+            "list_runs",
+            {
+                "state": run_filter.state.value if run_filter.state else None,
+                "handler": run_filter.handler,
+                "queue": run_filter.queue,
+                "before_id": run_filter.before_id,
+                "limit": run_filter.limit,
+            },
+        )
+        return [run_from_row(row) for row in rows]
+
+    async def attempts(self, run_id: int) -> list[Attempt]:
+        return [attempt_from_row(row) for row in await self._d.rows("attempts", {"id": run_id})]
+
+    async def logs(self, run_id: int) -> list[LogLine]:
+        rows = await self._d.rows("logs", {"id": run_id})
+        # PostgreSQL hands jsonb back decoded, SQLite as the stored text.
+        return [
+            log_from_row(row, f if isinstance(f := row["fields"], str) else json.dumps(f))
+            for row in rows
+        ]
+
+    async def search_runs(self, search: RunSearch) -> list[Run]:
+        rows = await self._d.rows(
+            "search_runs",
+            {
+                "namespaces": None if search.namespaces is None else list(search.namespaces),
+                "states": [s.value for s in search.states] or None,
+                "handler": search.handler,
+                "queue": search.queue,
+                "tag": search.tag,
+                "job_id": search.job_id,
+                "created_after": search.created_after,
+                "created_before": search.created_before,
+                "pattern": like_pattern(search.text) if search.text else None,
+                "before_id": search.before_id,
+                "limit": search.limit,
+            },
+        )
+        return [run_from_row(row) for row in rows]
+
+    async def oldest_due_run_at(self, now: datetime | None) -> datetime | None:
+        rows = await self._d.rows("oldest_due_run_at", {}, now)
+        return rows[0]["run_at"] if rows else None
+
+    async def live_queue_counts(self, now: datetime | None) -> list[QueueCount]:
+        rows = await self._d.rows("live_queue_counts", {}, now)
+        return [queue_count_from_row(row) for row in rows]
+
+    async def finished_counts(self, since: datetime, bucket_seconds: int) -> list[FinishedCount]:
+        params = {"since": since, "bucket": positive_bucket(bucket_seconds)}
+        rows = await self._d.rows("finished_counts", params)
+        return [finished_count_from_row(row) for row in rows]

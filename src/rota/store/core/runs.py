@@ -1,0 +1,170 @@
+"""The one SQL store: producing runs, the worker's fenced writes, and the reaper."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from rota.domain.runs import (
+    Enqueued,
+    Lease,
+    LogLine,
+    NewRun,
+    Outcome,
+    ReapedRun,
+    RenewResult,
+    Run,
+    replay_request,
+)
+from rota.domain.settle import CANCELLED_WAITING, RELEASED_ATTEMPT, reap_verdict
+from rota.domain.states import RunState
+from rota.errors import InvalidTransition, RunNotFound
+from rota.store.core.reads import CoreReads
+from rota.store.dialect import OneShot, Session
+
+
+def _in_lock_order(items: Sequence[Any]) -> list[Any]:
+    """Multi-row writes (renew, complete, release) lock their rows in id order: two of
+    them on overlapping runs (a heartbeat and a completion of the same worker) then wait
+    for each other instead of deadlocking."""
+    return sorted(items, key=lambda item: item.run_id)
+
+
+def _lease_items(leases: Sequence[Lease | Outcome]) -> list[dict[str, Any]]:
+    return [{"id": lease.run_id, "fence": lease.fence} for lease in _in_lock_order(leases)]
+
+
+async def complete_in(session: Session, outcomes: Sequence[Outcome]) -> set[int]:
+    """Record outcomes whose fence still holds, on ``session``; the run ids written.
+    A handler's transaction commits its writes and its outcome this way."""
+    items = [
+        {
+            "id": o.run_id,
+            "fence": o.fence,
+            "state": o.state.value,
+            "outcome": o.attempt_outcome.value,
+            "result": o.result_json,
+            "error": o.error,
+            "retry_delay": o.retry_delay,
+        }
+        for o in _in_lock_order(outcomes)
+    ]
+    return {row["id"] for row in await session.batch("complete", items) if row["id"] is not None}
+
+
+class CoreRuns(CoreReads):
+    # -- producing --------------------------------------------------------------
+    async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]:
+        return await self._insert_runs(OneShot(self._d, now), runs)
+
+    async def replay(self, run_id: int, now: datetime | None) -> int:
+        [enqueued] = await self.enqueue([replay_request(run_id, await self.get_run(run_id))], now)
+        return enqueued.run_id
+
+    # -- the worker's hot path (all fenced) -------------------------------------
+    async def renew(
+        self, worker_id: str, leases: Sequence[Lease], lease_seconds: float, now: datetime | None
+    ) -> RenewResult:
+        if not leases:
+            return RenewResult(frozenset(), frozenset(), None)
+        rows = await self._d.batch(
+            "renew", _lease_items(leases), {"lease_seconds": lease_seconds}, now
+        )
+        held = {row["id"] for row in rows}
+        return RenewResult(
+            lost=frozenset(lease.run_id for lease in leases) - held,
+            cancel_requested=frozenset(row["id"] for row in rows if row["cancel_requested"]),
+            lease_expires_at=min((row["lease_expires_at"] for row in rows), default=None),
+        )
+
+    async def complete(self, outcomes: Sequence[Outcome], now: datetime | None) -> set[int]:
+        # Only what this call writes counts: an outcome recorded by an earlier call is
+        # stale here (recorded_outcomes answers the ambiguous-commit question).
+        if not outcomes:
+            return set()
+        return await complete_in(OneShot(self._d, now), outcomes)
+
+    async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
+        if not outcomes:
+            return set()
+        items = [
+            {"id": o.run_id, "fence": o.fence, "outcome": o.attempt_outcome.value} for o in outcomes
+        ]
+        return {row["id"] for row in await self._d.batch("recorded_outcomes", items, {}, None)}
+
+    async def release(self, leases: Sequence[Lease], now: datetime | None) -> set[int]:
+        if not leases:
+            return set()
+        shared = {"attempt_error": RELEASED_ATTEMPT}
+        rows = await self._d.batch("release", _lease_items(leases), shared, now)
+        return {row["id"] for row in rows}
+
+    async def append_logs(self, lines: Sequence[LogLine]) -> None:
+        if not lines:
+            return
+        items = [
+            {
+                "run_id": line.run_id,
+                "attempt": line.attempt,
+                "at": line.at,
+                "level": line.level,
+                "message": line.message,
+                "fields": line.fields_json,
+            }
+            for line in lines
+        ]
+        await self._d.batch("append_logs", items, {}, None)
+
+    # -- steering ---------------------------------------------------------------
+    async def request_cancel(self, run_id: int, now: datetime | None) -> Run:
+        async with self._d.transaction(now) as session:
+            params = {"id": run_id, "error": CANCELLED_WAITING}
+            if not await session.rows("cancel_waiting", params):
+                await session.rows("request_cancel_active", params)
+        run = await self.get_run(run_id)
+        if run is None:
+            raise RunNotFound(run_id)
+        if run.state.is_terminal and run.state is not RunState.CANCELLED:
+            raise InvalidTransition(run_id, run.state.value, "cancel")
+        return run
+
+    # -- housekeeping (leader duties, fenced by the leader's term) ---------------
+    async def reap_expired(
+        self, now: datetime | None, poison_after: int, limit: int, leader_term: int | None = None
+    ) -> list[ReapedRun]:
+        async with self._d.transaction(now) as session:
+            if not await self._term_holds(session, leader_term):
+                return []
+            expired = await session.rows("expired_leases", {"limit": limit})
+            if not expired:
+                return []
+            rows = await session.batch("reap", [_verdict(row, poison_after) for row in expired])
+        return [ReapedRun(row["id"], row["fence"], RunState(row["state"])) for row in rows]
+
+    async def prune_finished(
+        self, older_than: datetime, limit: int, leader_term: int | None = None
+    ) -> int:
+        async with self._d.transaction(None) as session:
+            if not await self._term_holds(session, leader_term):
+                return 0
+            params = {"older_than": older_than, "limit": limit}
+            return len(await session.rows("prune_finished", params))
+
+
+def _verdict(row: dict[str, Any], poison_after: int) -> dict[str, Any]:
+    reaped = reap_verdict(
+        cancel_requested=bool(row["cancel_requested"]),
+        lost_count=row["lost_count"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        poison_after=poison_after,
+        worker_id=row["worker_id"],
+    )
+    return {
+        "id": row["id"],
+        "fence": row["fence"],
+        "state": reaped.state.value,
+        "error": reaped.error,
+        "attempt_error": reaped.attempt_error,
+    }

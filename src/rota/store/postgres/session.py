@@ -1,0 +1,130 @@
+"""PostgreSQL's session under the dialect seam: named queries on one connection, their
+parameters encoded, batches sent as arrays (one statement for every item), and COPY."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from functools import cache
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from rota.domain.runs import NewRun
+from rota.store.dialect import NO_PARAMS, Params, Row
+from rota.store.postgres.base import _translated
+from rota.store.queries import load_queries
+
+DIALECT = "postgres"
+Q = load_queries(DIALECT)
+
+# COPY is PostgreSQL's own capability (supports_copy): its statements live with it,
+# not in the name set both dialects share. COPY returns nothing, so ids are drawn first.
+RESERVE_IDS = (
+    "SELECT nextval('rota_run_id_seq') AS id, COALESCE(%(now)s::timestamptz, now()) AS now"
+    " FROM generate_series(1, %(count)s)"
+)
+COPY_RUNS = (
+    "COPY rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_at,"
+    " max_attempts, timeout_seconds, replay_of, job_id, slot_at, tags, concurrency_key,"
+    " concurrency_limit, deadline, correlation_id, created_at) FROM STDIN"
+)
+
+
+@cache
+def _takes_parameters(query: str) -> bool:
+    """A query without parameters is sent as is: it may be several statements."""
+    return "%(" in Q[query]
+
+
+def _encode(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple | frozenset | set) else value
+
+
+def _array_literal(values: Sequence[str]) -> str:
+    """A PostgreSQL array literal; names are checked (no quotes or commas) upstream."""
+    return "{" + ",".join(f'"{v}"' for v in values) + "}"
+
+
+def _element(value: Any) -> Any:
+    # unnest cannot take an array of arrays of different lengths: a list inside a
+    # batch travels as one array literal, cast back to text[] in SQL.
+    if isinstance(value, list | tuple):
+        return _array_literal(value)
+    return value
+
+
+def as_arrays(items: Sequence[Params], shared: Params) -> dict[str, Any]:
+    """Items as parallel arrays, one per parameter name, plus the shared scalars."""
+    columns: dict[str, Any] = {key: _encode(value) for key, value in shared.items()}
+    for key in items[0]:
+        column = [item[key] for item in items]
+        # Only a column that holds lists needs each value looked at (the hot path's
+        # columns are scalars: no call per value for them).
+        sample = next((value for value in column if value is not None), None)
+        columns[key] = [_element(v) for v in column] if isinstance(sample, list | tuple) else column
+    return columns
+
+
+class PgSession:
+    def __init__(self, conn: psycopg.AsyncConnection[Any], now: datetime | None) -> None:
+        self.conn = conn
+        self.now = now
+
+    async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        with _translated():
+            async with self.conn.cursor(row_factory=dict_row) as cur:
+                if _takes_parameters(query):
+                    bound: Mapping[str, Any] = {
+                        **{k: _encode(v) for k, v in params.items()},
+                        "now": self.now,
+                    }
+                    await cur.execute(Q[query], bound)
+                else:
+                    await cur.execute(Q[query])
+                return await cur.fetchall() if cur.description else []
+
+    async def batch(
+        self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
+    ) -> list[Row]:
+        if not items:
+            return []
+        return await self.rows(query, as_arrays(items, shared))
+
+    async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
+        with _translated():
+            async with self.conn.transaction():  # a savepoint inside a caller's transaction
+                cur = await self.conn.execute(RESERVE_IDS, {"count": len(runs), "now": self.now})
+                reserved = await cur.fetchall()
+                db_now: datetime = reserved[0][1]
+                aging = timedelta(seconds=aging_seconds)
+                async with self.conn.cursor().copy(COPY_RUNS) as copy:
+                    for (run_id, _), run in zip(reserved, runs, strict=True):
+                        await copy.write_row(_copy_row(run_id, run, db_now, aging))
+        return [run_id for run_id, _ in reserved]
+
+
+def _copy_row(run_id: int, run: NewRun, db_now: datetime, aging: timedelta) -> tuple[Any, ...]:
+    run_at = run.run_at or db_now
+    return (
+        run_id,
+        run.namespace,
+        run.handler,
+        run.queue,
+        run.payload_json,
+        run.priority,
+        run_at,
+        run_at - aging * run.priority,
+        run.max_attempts,
+        run.timeout,
+        run.replay_of,
+        run.job_id,
+        run.slot_at,
+        sorted(run.tags) or None,
+        run.concurrency_key,
+        run.concurrency_limit,
+        run.deadline,
+        run.correlation_id,
+        db_now,
+    )

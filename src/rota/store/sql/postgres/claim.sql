@@ -1,0 +1,116 @@
+-- Claiming runs (see ADR 0008 for the limited path).
+
+-- name: anything_due
+-- Asked only by a dialect with claims_read_first (SQLite); kept alike here so both
+-- dialects answer the same names.
+SELECT EXISTS (
+           SELECT 1 FROM rota_runs
+           WHERE state IN ('pending', 'retrying')
+             AND run_at <= COALESCE(%(now)s::timestamptz, now())
+             AND queue = ANY(%(queues)s::text[])) AS due,
+       EXISTS (
+           SELECT 1 FROM rota_runs
+           WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+             AND queue = ANY(%(queues)s::text[])
+             AND run_at <= COALESCE(%(now)s::timestamptz, now())) AS keyed;
+
+-- name: claim
+-- The plain path, for runs no limit applies to: one index range scan per queue
+-- (LATERAL), merged by effective priority. SKIP LOCKED lets concurrent claimers pass
+-- each other's rows instead of queueing on them.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+picked AS (
+    SELECT c.id FROM unnest(%(queues)s::text[]) AS q(name), t,
+    LATERAL (
+        SELECT id, sort_at FROM rota_runs
+        WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
+          AND queue = q.name AND run_at <= t.now
+          AND handler <> ALL(%(limited_handlers)s::text[])
+          AND (tags IS NULL OR tags <@ %(tags)s::text[])
+          AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
+        ORDER BY sort_at, id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS c
+    ORDER BY c.sort_at, c.id
+    LIMIT %(limit)s
+)
+UPDATE rota_runs r
+SET state = 'claimed',
+    attempt = r.attempt + 1,
+    fence = r.fence + 1,
+    worker_id = %(worker_id)s,
+    started_at = t.now,
+    lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s)
+FROM picked, t
+WHERE r.id = picked.id
+RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
+          r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
+          r.correlation_id;
+
+-- name: next_due_in
+-- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
+-- keep an idle worker spinning.
+SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now())) AS seconds
+FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)s::text[])
+  AND run_at > COALESCE(%(now)s::timestamptz, now());
+
+-- name: claim_lock
+-- Serialises limit-checking claims cluster-wide for this transaction, so two claimers
+-- never both take the last slot of a limit. Plain claims do not take it. A holder that
+-- stalls (a paused process) must not stall every limited claim: the server ends its
+-- session after 5 s idle in this transaction, and waiters give up after 2 s.
+SET LOCAL idle_in_transaction_session_timeout = '5s';
+SET LOCAL lock_timeout = '2s';
+SELECT pg_advisory_xact_lock(7307916210);
+
+-- name: has_keyed_work
+SELECT EXISTS (
+    SELECT 1 FROM rota_runs
+    WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+      AND queue = ANY(%(queues)s::text[])
+      AND run_at <= COALESCE(%(now)s::timestamptz, now())) AS keyed;
+
+-- name: active_groups
+SELECT queue, handler, concurrency_key, min(concurrency_limit) AS key_limit, count(*) AS count
+FROM rota_runs
+WHERE state IN ('claimed', 'running')
+GROUP BY queue, handler, concurrency_key;
+
+-- name: limited_candidates
+-- Runs some limit applies to, per queue in priority order, skipping groups already full.
+-- No row locks: claimers of these runs are serialised by claim_lock.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit
+FROM unnest(%(queues)s::text[]) AS q(name), t,
+LATERAL (
+    SELECT id, queue, handler, concurrency_key, concurrency_limit, sort_at FROM rota_runs
+    WHERE state IN ('pending', 'retrying') AND queue = q.name AND run_at <= t.now
+      AND (concurrency_key IS NOT NULL OR handler = ANY(%(limited_handlers)s::text[])
+           OR q.name = ANY(%(limited_queues)s::text[]) OR %(global_limit)s)
+      AND (concurrency_key IS NULL OR concurrency_key <> ALL(%(full_keys)s::text[]))
+      AND handler <> ALL(%(full_handlers)s::text[])
+      AND id <> ALL(%(chosen)s::bigint[])
+      AND (tags IS NULL OR tags <@ %(tags)s::text[])
+      AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
+    ORDER BY sort_at, id
+    LIMIT %(window)s
+) AS c
+ORDER BY c.sort_at, c.id
+LIMIT %(window)s;
+
+-- name: claim_ids
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+UPDATE rota_runs r
+SET state = 'claimed',
+    attempt = r.attempt + 1,
+    fence = r.fence + 1,
+    worker_id = %(worker_id)s,
+    started_at = t.now,
+    lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s)
+FROM t
+WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state IN ('pending', 'retrying')
+RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
+          r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
+          r.correlation_id;

@@ -1,0 +1,132 @@
+-- A claimed run's lease: renewing it, writing its outcome, handing it back, and the
+-- reaper's writes once it expired. Every write names the run's fence.
+
+-- name: renew
+-- The first renewal also confirms the run is executing (Claimed -> Running).
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+UPDATE rota_runs r
+SET lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s),
+    state = 'running'
+FROM unnest(%(id)s::bigint[], %(fence)s::bigint[]) AS l(id, fence), t
+WHERE r.id = l.id AND r.fence = l.fence AND r.state IN ('claimed', 'running')
+RETURNING r.id, r.cancel_requested, r.lease_expires_at;
+
+-- name: complete
+-- Fenced: a stale worker's outcome matches no row and is dropped. The attempt row is
+-- written in the same statement, so run and history never disagree.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+input AS (
+    SELECT * FROM unnest(%(id)s::bigint[], %(fence)s::bigint[], %(state)s::text[],
+                         %(outcome)s::text[], %(result)s::text[], %(error)s::text[],
+                         %(retry_delay)s::double precision[])
+           AS c(id, fence, state, outcome, result, error, retry_delay)
+),
+done AS (
+    UPDATE rota_runs r
+    -- domain/settle.py completed_state: a cancel request outranks a retry.
+    SET state = CASE WHEN c.state = 'retrying' AND r.cancel_requested THEN 'cancelled'
+                     ELSE c.state END,
+        result = c.result::jsonb,
+        error = c.error,
+        lease_expires_at = NULL,
+        lost_count = 0,
+        -- The database failed the attempt, not the handler: the attempt is given back
+        -- (as a release does), so an outage costs no attempts.
+        attempt = CASE WHEN c.outcome = 'infrastructure' THEN r.attempt - 1 ELSE r.attempt END,
+        -- domain/settle.py retry_sort_at: due at the database's now + delay, and
+        -- sort_at keeps its lead over run_at.
+        sort_at = CASE WHEN c.retry_delay IS NULL THEN r.sort_at
+                       ELSE t.now + make_interval(secs => c.retry_delay) - (r.run_at - r.sort_at) END,
+        run_at = CASE WHEN c.retry_delay IS NULL THEN r.run_at
+                      ELSE t.now + make_interval(secs => c.retry_delay) END,
+        finished_at = CASE WHEN c.state = 'retrying' AND NOT r.cancel_requested THEN NULL
+                           ELSE t.now END
+    FROM input c, t
+    WHERE r.id = c.id AND r.fence = c.fence AND r.state IN ('claimed', 'running')
+    RETURNING r.id, r.fence,
+              CASE WHEN c.outcome = 'infrastructure' THEN r.attempt + 1 ELSE r.attempt END
+                  AS attempt,
+              r.worker_id, r.started_at, c.outcome, c.error, r.concurrency_key
+),
+recorded AS (
+    INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                               outcome, error)
+    SELECT d.id, d.fence, d.attempt, d.worker_id, d.started_at, t.now, d.outcome, d.error
+    FROM done d, t
+    RETURNING run_id
+)
+SELECT run_id AS id FROM recorded
+-- A keyed run that ends frees a slot of its key: wake the workers waiting on it now
+-- rather than at their next poll (one notification, delivered at commit).
+UNION ALL
+SELECT NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
+                  WHERE concurrency_key IS NOT NULL LIMIT 1) AS wake;
+
+-- name: recorded_outcomes
+-- After an ambiguous commit: which of these outcomes did land? The outcome must match,
+-- since the reaper records a 'lost' attempt under the same fence.
+SELECT a.run_id AS id FROM rota_attempts a
+JOIN unnest(%(id)s::bigint[], %(fence)s::bigint[], %(outcome)s::text[])
+     AS l(id, fence, outcome)
+  ON a.run_id = l.id AND a.fence = l.fence AND a.outcome = l.outcome;
+
+-- name: release
+-- A graceful hand-back: the run is claimable again at once and the attempt is not spent.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+released AS (
+    UPDATE rota_runs r
+    -- domain/settle.py released_state
+    SET state = CASE WHEN r.cancel_requested THEN 'cancelled' ELSE 'pending' END,
+        finished_at = CASE WHEN r.cancel_requested THEN t.now END,
+        attempt = r.attempt - 1, lease_expires_at = NULL
+    FROM unnest(%(id)s::bigint[], %(fence)s::bigint[]) AS l(id, fence), t
+    WHERE r.id = l.id AND r.fence = l.fence AND r.state IN ('claimed', 'running')
+    RETURNING r.id, r.fence, r.attempt + 1 AS attempt, r.worker_id, r.started_at
+),
+recorded AS (
+    INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                               outcome, error)
+    SELECT id, fence, attempt, worker_id, started_at, t.now, 'released', %(attempt_error)s
+    FROM released, t
+    RETURNING run_id
+)
+SELECT run_id AS id, pg_notify('rota_wakeup', '') FROM recorded;
+
+-- name: expired_leases
+-- Leases are judged by the database clock only. Locked, so two reapers never judge
+-- the same run; the verdict is domain/settle.py's reap_verdict.
+SELECT id, fence, attempt, max_attempts, lost_count, cancel_requested, worker_id
+FROM rota_runs
+WHERE state IN ('claimed', 'running')
+  AND lease_expires_at < COALESCE(%(now)s::timestamptz, now())
+ORDER BY lease_expires_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: reap
+-- Writes the reaper's verdicts, fenced, with a 'lost' attempt for each.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+input AS (
+    SELECT * FROM unnest(%(id)s::bigint[], %(fence)s::bigint[], %(state)s::text[],
+                         %(error)s::text[], %(attempt_error)s::text[])
+           AS v(id, fence, state, error, attempt_error)
+),
+reaped AS (
+    UPDATE rota_runs r
+    SET state = v.state,
+        lost_count = r.lost_count + 1,
+        lease_expires_at = NULL,
+        error = COALESCE(v.error, r.error),
+        finished_at = CASE WHEN v.state = 'pending' THEN NULL ELSE t.now END
+    FROM input v, t
+    WHERE r.id = v.id AND r.fence = v.fence AND r.state IN ('claimed', 'running')
+    RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, r.state, v.attempt_error
+),
+recorded AS (
+    INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                               outcome, error)
+    SELECT id, fence, attempt, worker_id, started_at, t.now, 'lost', attempt_error
+    FROM reaped, t
+    RETURNING run_id
+)
+SELECT r.id, r.fence, r.state, pg_notify('rota_wakeup', '') FROM reaped r;

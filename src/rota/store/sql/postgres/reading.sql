@@ -1,0 +1,63 @@
+-- Reading runs: the operator's views, the API's search and the cluster counts.
+
+-- name: get_run
+SELECT * FROM rota_runs WHERE id = %(id)s;
+
+-- name: list_runs
+SELECT * FROM rota_runs
+WHERE (%(state)s::text IS NULL OR state = %(state)s)
+  AND (%(handler)s::text IS NULL OR handler = %(handler)s)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+  AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: attempts
+SELECT * FROM rota_attempts WHERE run_id = %(id)s ORDER BY fence;
+
+-- name: logs
+SELECT * FROM rota_run_logs WHERE run_id = %(id)s ORDER BY id;
+
+-- name: search_runs
+-- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL.
+SELECT r.* FROM rota_runs r
+WHERE (%(namespaces)s::text[] IS NULL OR r.namespace = ANY(%(namespaces)s::text[]))
+  AND (%(states)s::text[] IS NULL OR r.state = ANY(%(states)s::text[]))
+  AND (%(handler)s::text IS NULL OR r.handler = %(handler)s)
+  AND (%(queue)s::text IS NULL OR r.queue = %(queue)s)
+  AND (%(tag)s::text IS NULL OR r.tags @> ARRAY[%(tag)s::text])
+  AND (%(job_id)s::bigint IS NULL OR r.job_id = %(job_id)s)
+  AND (%(created_after)s::timestamptz IS NULL OR r.created_at >= %(created_after)s)
+  AND (%(created_before)s::timestamptz IS NULL OR r.created_at < %(created_before)s)
+  AND (%(pattern)s::text IS NULL
+       OR r.handler ILIKE %(pattern)s ESCAPE '\'
+       OR r.error ILIKE %(pattern)s ESCAPE '\'
+       OR EXISTS (SELECT 1 FROM rota_jobs j
+                  WHERE j.id = r.job_id AND j.name ILIKE %(pattern)s ESCAPE '\'))
+  AND (%(before_id)s::bigint IS NULL OR r.id < %(before_id)s)
+ORDER BY r.id DESC
+LIMIT %(limit)s;
+
+-- name: oldest_due_run_at
+SELECT min(run_at) AS run_at FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND run_at <= COALESCE(%(now)s::timestamptz, now());
+
+-- name: live_queue_counts
+-- Unfinished runs and dead letters per namespace, queue and state (rota_runs_state_id).
+SELECT namespace, queue, state, count(*) AS count,
+       min(run_at) FILTER (WHERE state IN ('pending', 'retrying')
+                            AND run_at <= COALESCE(%(now)s::timestamptz, now())) AS oldest_due_at
+FROM rota_runs
+WHERE state IN ('pending', 'claimed', 'running', 'retrying', 'dead_lettered')
+GROUP BY namespace, queue, state
+ORDER BY namespace, queue, state;
+
+-- name: finished_counts
+-- Runs finished since %(since)s per epoch-aligned bucket (rota_runs_finished).
+SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s)
+           AS bucket_start,
+       namespace, queue, state, count(*) AS count
+FROM rota_runs
+WHERE finished_at IS NOT NULL AND finished_at >= %(since)s::timestamptz
+GROUP BY 1, namespace, queue, state
+ORDER BY 1, namespace, queue, state;

@@ -1,0 +1,67 @@
+-- Runs: creating, steering and pruning them. Named queries for PostgreSQL; `now` is
+-- NULL in production, so the database clock decides; tests pass a fixed instant.
+-- Parameters use psycopg's %(name)s style. A batched query takes each item's
+-- parameter as an array of the same name (see store/dialect.py).
+
+-- name: db_now
+SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
+
+-- name: insert_runs
+-- Rows come as parallel arrays; ON CONFLICT keeps an idempotency key to one run.
+INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+                       max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
+                       slot_at, tags, concurrency_key, concurrency_limit, deadline,
+                       correlation_id, created_at)
+SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
+       COALESCE(r.run_at, t.now),
+       COALESCE(r.run_at, t.now) - make_interval(secs => r.priority * %(aging_seconds)s),
+       r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, r.job_id, r.slot_at,
+       NULLIF(r.tags::text[], '{}'), r.concurrency_key, r.concurrency_limit, r.deadline,
+       r.correlation_id, t.now
+FROM unnest(%(namespace)s::text[], %(handler)s::text[], %(queue)s::text[],
+            %(payload)s::text[], %(priority)s::smallint[], %(run_at)s::timestamptz[],
+            %(max_attempts)s::integer[], %(timeout_seconds)s::double precision[],
+            %(idempotency_key)s::text[], %(replay_of)s::bigint[], %(job_id)s::bigint[],
+            %(slot_at)s::timestamptz[], %(tags)s::text[], %(concurrency_key)s::text[],
+            %(concurrency_limit)s::integer[], %(deadline)s::timestamptz[],
+            %(correlation_id)s::text[])
+     AS r(namespace, handler, queue, payload, priority, run_at, max_attempts,
+          timeout_seconds, idempotency_key, replay_of, job_id, slot_at, tags, concurrency_key,
+          concurrency_limit, deadline, correlation_id),
+     (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
+ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
+RETURNING id, namespace, handler, idempotency_key;
+
+-- name: existing_by_idempotency_key
+SELECT id, namespace, handler, idempotency_key FROM rota_runs
+WHERE idempotency_key = ANY(%(keys)s::text[]);
+
+-- name: append_logs
+INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
+SELECT * FROM unnest(%(run_id)s::bigint[], %(attempt)s::integer[], %(at)s::timestamptz[],
+                     %(level)s::text[], %(message)s::text[], %(fields)s::jsonb[]);
+
+-- name: cancel_waiting
+UPDATE rota_runs
+SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now()),
+    error = %(error)s
+WHERE id = %(id)s AND state IN ('pending', 'retrying')
+RETURNING id;
+
+-- name: request_cancel_active
+UPDATE rota_runs SET cancel_requested = true
+WHERE id = %(id)s AND state IN ('claimed', 'running')
+RETURNING id;
+
+-- name: prune_finished
+WITH doomed AS (
+    SELECT id FROM rota_runs
+    WHERE finished_at IS NOT NULL AND finished_at < %(older_than)s
+    ORDER BY finished_at
+    LIMIT %(limit)s
+),
+gone_attempts AS (DELETE FROM rota_attempts WHERE run_id IN (SELECT id FROM doomed)),
+gone_logs AS (DELETE FROM rota_run_logs WHERE run_id IN (SELECT id FROM doomed))
+DELETE FROM rota_runs WHERE id IN (SELECT id FROM doomed)
+RETURNING id;

@@ -1,0 +1,33 @@
+-- What the HTTP API keeps: API keys and the audit log.
+
+-- name: insert_api_key
+INSERT INTO rota_api_keys (key_id, secret_hash, name, scopes, namespaces, created_by,
+                           created_at)
+VALUES (:key_id, :secret_hash, :name, :scopes, :namespaces, :created_by, :now)
+RETURNING *;
+
+-- name: get_api_key
+SELECT * FROM rota_api_keys WHERE key_id = :key_id;
+
+-- name: list_api_keys
+SELECT * FROM rota_api_keys ORDER BY created_at, key_id;
+
+-- name: revoke_api_key
+-- Revoking twice keeps the first instant.
+UPDATE rota_api_keys SET revoked_at = COALESCE(revoked_at, :now)
+WHERE key_id = :key_id
+RETURNING *;
+
+-- name: append_audit
+INSERT INTO rota_audit_log (at, actor, action, target, namespace, status, outcome,
+                            correlation_id, detail)
+VALUES (:now, :actor, :action, :target, :namespace, :status, :outcome, :correlation_id,
+        :detail)
+RETURNING id;
+
+-- name: list_audit
+SELECT * FROM rota_audit_log
+WHERE (:namespaces IS NULL OR namespace IN (SELECT value FROM json_each(:namespaces)))
+  AND (:before_id IS NULL OR id < :before_id)
+ORDER BY id DESC
+LIMIT :limit;

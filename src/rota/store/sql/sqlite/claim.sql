@@ -1,0 +1,103 @@
+-- Claiming runs (see ADR 0008 for the limited path). SQLite has no LATERAL: a
+-- correlated IN (... LIMIT) gives each queue its own bounded index range scan.
+
+-- name: anything_due
+-- A read before the write lock: an idle worker's poll must not take SQLite's single
+-- writer lock (a worker paused inside a write transaction stalls every other process).
+-- It also answers has_keyed_work, so a claim needs no third read.
+SELECT EXISTS (
+           SELECT 1 FROM rota_runs
+           WHERE state IN ('pending', 'retrying') AND run_at <= :now
+             AND queue IN (SELECT value FROM json_each(:queues))) AS due,
+       EXISTS (
+           SELECT 1 FROM rota_runs
+           WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+             AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
+
+-- name: claim
+-- The plain path, for runs no limit applies to. Tags: every tag the run needs is the
+-- worker's.
+UPDATE rota_runs
+SET state = 'claimed',
+    attempt = attempt + 1,
+    fence = fence + 1,
+    worker_id = :worker_id,
+    started_at = :now,
+    lease_expires_at = :now + :lease_seconds
+WHERE id IN (
+    SELECT r.id FROM json_each(:queues) AS q, rota_runs AS r
+    WHERE r.id IN (
+        SELECT id FROM rota_runs
+        WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
+          AND queue = q.value AND run_at <= :now
+          AND handler NOT IN (SELECT value FROM json_each(:limited_handlers))
+          AND (tags IS NULL OR NOT EXISTS (
+              SELECT 1 FROM json_each(rota_runs.tags)
+              WHERE value NOT IN (SELECT value FROM json_each(:tags))))
+          AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
+        ORDER BY sort_at, id
+        LIMIT :limit)
+    ORDER BY r.sort_at, r.id
+    LIMIT :limit)
+RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
+          lost_count, idempotency_key, lease_expires_at, correlation_id;
+
+-- name: next_due_in
+-- Asked only by a dialect with supports_notify (an idle SQLite worker polls often
+-- anyway); kept alike here so both dialects answer the same names.
+SELECT min(run_at) - :now AS seconds FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND queue IN (SELECT value FROM json_each(:queues))
+  AND run_at > :now;
+
+-- name: claim_lock
+-- BEGIN IMMEDIATE already holds SQLite's one writer lock: limited claims are
+-- serialised by the transaction itself.
+SELECT 1 AS locked;
+
+-- name: has_keyed_work
+SELECT EXISTS (
+    SELECT 1 FROM rota_runs
+    WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+      AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
+
+-- name: active_groups
+SELECT queue, handler, concurrency_key, min(concurrency_limit) AS key_limit, count(*) AS count
+FROM rota_runs
+WHERE state IN ('claimed', 'running')
+GROUP BY queue, handler, concurrency_key;
+
+-- name: limited_candidates
+-- Runs some limit applies to, per queue in priority order, skipping groups already full.
+SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit
+FROM json_each(:queues) AS q, rota_runs AS r
+WHERE r.id IN (
+    SELECT id FROM rota_runs
+    WHERE state IN ('pending', 'retrying') AND queue = q.value AND run_at <= :now
+      AND (concurrency_key IS NOT NULL
+           OR handler IN (SELECT value FROM json_each(:limited_handlers))
+           OR q.value IN (SELECT value FROM json_each(:limited_queues)) OR :global_limit)
+      AND (concurrency_key IS NULL
+           OR concurrency_key NOT IN (SELECT value FROM json_each(:full_keys)))
+      AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
+      AND id NOT IN (SELECT value FROM json_each(:chosen))
+      AND (tags IS NULL OR NOT EXISTS (
+          SELECT 1 FROM json_each(rota_runs.tags)
+          WHERE value NOT IN (SELECT value FROM json_each(:tags))))
+      AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
+    ORDER BY sort_at, id
+    LIMIT :window)
+ORDER BY r.sort_at, r.id
+LIMIT :window;
+
+-- name: claim_ids
+UPDATE rota_runs
+SET state = 'claimed',
+    attempt = attempt + 1,
+    fence = fence + 1,
+    worker_id = :worker_id,
+    started_at = :now,
+    lease_expires_at = :now + :lease_seconds
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND state IN ('pending', 'retrying')
+RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
+          lost_count, idempotency_key, lease_expires_at, correlation_id;

@@ -1,0 +1,76 @@
+-- A claimed run's lease: renewing it, writing its outcome, handing it back, and the
+-- reaper's writes once it expired. Every write names the run's fence. Each attempt
+-- row is written first, reading the run before the fenced update changes it.
+
+-- name: renew
+-- The first renewal also confirms the run is executing (Claimed -> Running).
+UPDATE rota_runs
+SET lease_expires_at = :now + :lease_seconds, state = 'running'
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+RETURNING id, cancel_requested, lease_expires_at;
+
+-- name: complete
+INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                           outcome, error)
+SELECT id, fence, attempt, worker_id, started_at, :now, :outcome, :error
+FROM rota_runs
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+UPDATE rota_runs
+-- domain/settle.py completed_state: a cancel request outranks a retry.
+SET state = CASE WHEN :state = 'retrying' AND cancel_requested THEN 'cancelled' ELSE :state END,
+    result = :result,
+    error = :error,
+    lease_expires_at = NULL,
+    lost_count = 0,
+    -- The database failed the attempt, not the handler: the attempt is given back.
+    attempt = CASE WHEN :outcome = 'infrastructure' THEN attempt - 1 ELSE attempt END,
+    -- domain/settle.py retry_sort_at
+    sort_at = CASE WHEN :retry_delay IS NULL THEN sort_at
+                   ELSE :now + :retry_delay - (run_at - sort_at) END,
+    run_at = CASE WHEN :retry_delay IS NULL THEN run_at ELSE :now + :retry_delay END,
+    finished_at = CASE WHEN :state = 'retrying' AND NOT cancel_requested THEN NULL ELSE :now END
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+RETURNING id;
+
+-- name: recorded_outcomes
+SELECT run_id AS id FROM rota_attempts
+WHERE run_id = :id AND fence = :fence AND outcome = :outcome;
+
+-- name: release
+INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                           outcome, error)
+SELECT id, fence, attempt, worker_id, started_at, :now, 'released', :attempt_error
+FROM rota_runs
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+UPDATE rota_runs
+-- domain/settle.py released_state
+SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'pending' END,
+    finished_at = CASE WHEN cancel_requested THEN :now END,
+    attempt = attempt - 1, lease_expires_at = NULL
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+RETURNING id;
+
+-- name: expired_leases
+-- Leases are judged by the database clock only; the verdict is domain/settle.py's
+-- reap_verdict.
+SELECT id, fence, attempt, max_attempts, lost_count, cancel_requested, worker_id
+FROM rota_runs
+WHERE state IN ('claimed', 'running') AND lease_expires_at < :now
+ORDER BY lease_expires_at, id
+LIMIT :limit;
+
+-- name: reap
+-- Writes one reaper's verdict, fenced, with a 'lost' attempt.
+INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                           outcome, error)
+SELECT id, fence, attempt, worker_id, started_at, :now, 'lost', :attempt_error
+FROM rota_runs
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+UPDATE rota_runs
+SET state = :state,
+    lost_count = lost_count + 1,
+    lease_expires_at = NULL,
+    error = COALESCE(:error, error),
+    finished_at = CASE WHEN :state = 'pending' THEN NULL ELSE :now END
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+RETURNING id, fence, state;

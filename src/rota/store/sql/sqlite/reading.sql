@@ -1,0 +1,63 @@
+-- Reading runs: the operator's views, the API's search and the cluster counts.
+
+-- name: get_run
+SELECT * FROM rota_runs WHERE id = :id;
+
+-- name: list_runs
+SELECT * FROM rota_runs
+WHERE (:state IS NULL OR state = :state)
+  AND (:handler IS NULL OR handler = :handler)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:before_id IS NULL OR id < :before_id)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: attempts
+SELECT * FROM rota_attempts WHERE run_id = :id ORDER BY fence;
+
+-- name: logs
+SELECT * FROM rota_run_logs WHERE run_id = :id ORDER BY id;
+
+-- name: search_runs
+-- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL; list
+-- parameters are JSON arrays.
+SELECT r.* FROM rota_runs r
+WHERE (:namespaces IS NULL OR r.namespace IN (SELECT value FROM json_each(:namespaces)))
+  AND (:states IS NULL OR r.state IN (SELECT value FROM json_each(:states)))
+  AND (:handler IS NULL OR r.handler = :handler)
+  AND (:queue IS NULL OR r.queue = :queue)
+  AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(r.tags) WHERE value = :tag))
+  AND (:job_id IS NULL OR r.job_id = :job_id)
+  AND (:created_after IS NULL OR r.created_at >= :created_after)
+  AND (:created_before IS NULL OR r.created_at < :created_before)
+  AND (:pattern IS NULL
+       OR r.handler LIKE :pattern ESCAPE '\'
+       OR r.error LIKE :pattern ESCAPE '\'
+       OR EXISTS (SELECT 1 FROM rota_jobs j
+                  WHERE j.id = r.job_id AND j.name LIKE :pattern ESCAPE '\'))
+  AND (:before_id IS NULL OR r.id < :before_id)
+ORDER BY r.id DESC
+LIMIT :limit;
+
+-- name: oldest_due_run_at
+SELECT min(run_at) AS run_at FROM rota_runs
+WHERE state IN ('pending', 'retrying') AND run_at <= :now;
+
+-- name: live_queue_counts
+-- Unfinished runs and dead letters per namespace, queue and state (rota_runs_state_id).
+SELECT namespace, queue, state, count(*) AS count,
+       min(CASE WHEN state IN ('pending', 'retrying') AND run_at <= :now THEN run_at END)
+           AS oldest_due_at
+FROM rota_runs
+WHERE state IN ('pending', 'claimed', 'running', 'retrying', 'dead_lettered')
+GROUP BY namespace, queue, state
+ORDER BY namespace, queue, state;
+
+-- name: finished_counts
+-- Runs finished since :since per epoch-aligned bucket (rota_runs_finished).
+SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket AS bucket_start,
+       namespace, queue, state, count(*) AS count
+FROM rota_runs
+WHERE finished_at IS NOT NULL AND finished_at >= :since
+GROUP BY 1, namespace, queue, state
+ORDER BY 1, namespace, queue, state;

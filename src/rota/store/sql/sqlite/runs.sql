@@ -1,0 +1,54 @@
+-- Runs: creating, steering and pruning them. Named queries for SQLite: instants are
+-- REAL unix seconds, :now is always bound (the dialect reads the database clock once
+-- per transaction when the caller passes none), and every write runs inside BEGIN
+-- IMMEDIATE, so SQLite's single writer lock makes each one compare-and-set. A query
+-- may be several statements: they run in order, and the last one's rows are its
+-- result. A batched query runs once per item in one transaction (store/dialect.py).
+
+-- name: db_now
+SELECT (julianday('now') - 2440587.5) * 86400.0 AS now;
+
+-- name: insert_runs
+INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+                       max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
+                       slot_at, tags, concurrency_key, concurrency_limit, deadline,
+                       correlation_id, created_at)
+VALUES (:namespace, :handler, :queue, :payload, :priority, COALESCE(:run_at, :now),
+        COALESCE(:run_at, :now) - :priority * :aging_seconds,
+        :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :job_id, :slot_at,
+        :tags, :concurrency_key, :concurrency_limit, :deadline, :correlation_id, :now)
+ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
+RETURNING id, namespace, handler, idempotency_key;
+
+-- name: existing_by_idempotency_key
+SELECT id, namespace, handler, idempotency_key FROM rota_runs
+WHERE idempotency_key IN (SELECT value FROM json_each(:keys));
+
+-- name: append_logs
+INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
+VALUES (:run_id, :attempt, :at, :level, :message, :fields);
+
+-- name: cancel_waiting
+UPDATE rota_runs
+SET state = 'cancelled', finished_at = :now, error = :error
+WHERE id = :id AND state IN ('pending', 'retrying')
+RETURNING id;
+
+-- name: request_cancel_active
+UPDATE rota_runs SET cancel_requested = 1
+WHERE id = :id AND state IN ('claimed', 'running')
+RETURNING id;
+
+-- name: prune_finished
+-- Three deletes of the same runs: each picks them alike (the runs are deleted last).
+DELETE FROM rota_attempts WHERE run_id IN (
+    SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+    ORDER BY finished_at, id LIMIT :limit);
+DELETE FROM rota_run_logs WHERE run_id IN (
+    SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+    ORDER BY finished_at, id LIMIT :limit);
+DELETE FROM rota_runs WHERE id IN (
+    SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+    ORDER BY finished_at, id LIMIT :limit)
+RETURNING id;

@@ -1,0 +1,47 @@
+"""One SQL store: the store port implemented once over the dialect seam.
+
+SQLite and PostgreSQL differ only in what :mod:`rota.store.dialect` hands down (their
+connections, SQL text, migrations, COPY and LISTEN behind capability flags); every rule,
+the claim rounds, the leader-term check and the row mappers live in ``store/core`` once.
+"""
+
+from __future__ import annotations
+
+from rota.store.core.access import CoreAccess
+from rota.store.core.jobs import CoreJobs
+from rota.store.core.registry import CoreRegistry
+from rota.store.core.runs import CoreRuns
+from rota.store.dialect import Dialect
+from rota.store.port import SchemaStatus
+from rota.store.queries import latest_version
+
+
+class SqlStore(CoreRuns, CoreRegistry, CoreJobs, CoreAccess):
+    def __init__(self, dialect: Dialect, *, aging_seconds: float = 60.0) -> None:
+        self._d = dialect
+        self.dialect = dialect.name
+        self.aging_seconds = aging_seconds
+        # Capabilities, set once here from the dialect: callers test a flag, never the
+        # store's type or its URL.
+        self.supports_notify = dialect.supports_notify
+        self.supports_copy = dialect.supports_copy
+        self.supports_handler_transactions = dialect.supports_handler_transactions
+        self._limits_cache = None
+
+    async def open(self) -> None:
+        await self._d.open()
+
+    async def close(self) -> None:
+        await self._d.close()
+
+    async def schema_status(self) -> SchemaStatus:
+        return SchemaStatus(await self._d.schema_version(), latest_version(self.dialect))
+
+    async def migrate(self) -> list[int]:
+        return await self._d.migrate()
+
+    async def vacuum(self) -> None:
+        await self._d.vacuum()
+
+    async def wait_for_work(self, timeout: float) -> None:
+        await self._d.wait_for_work(timeout)

@@ -1,0 +1,280 @@
+"""SQLite under the dialect seam: rota's zero-infrastructure default.
+
+One file in WAL mode shared by several worker processes on one machine. Each write is a
+``BEGIN IMMEDIATE`` transaction, which takes SQLite's single writer lock up front, so a
+claim is a compare-and-set that no other process can interleave with, and a busy
+timeout queues writers instead of failing them with "database is locked".
+
+sqlite3 is blocking, so the dialect owns one connection driven by one thread; the async
+methods hand work to it. A one-shot call (``rows``, ``write``, ``batch``) is one hop to
+that thread; a multi-step transaction holds ``_turn``, and a call that finds it held
+waits, so no statement slips into an open transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import (
+    AbstractAsyncContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import TypeVar
+
+from rota.domain.runs import NewRun
+from rota.errors import StoreError, StoreUnavailable
+from rota.store.dialect import NO_PARAMS, Instant, Items, OneShot, Params, Row, Session
+from rota.store.queries import load_migrations, load_queries
+from rota.store.sqlite.codec import decoded, encoded, statements
+
+T = TypeVar("T")
+BUSY_TIMEOUT_MS = 30_000
+DIALECT = "sqlite"
+Q = load_queries(DIALECT)
+
+
+@cache
+def _compiled(query: str) -> tuple[tuple[str, ...], bool]:
+    """A named query's statements, and whether it reads ``:now``."""
+    sql = Q[query]
+    return tuple(statements(sql + ";")), ":now" in sql
+
+
+def path_from_url(url: str) -> str:
+    """``sqlite:///rota.db`` is relative, ``sqlite:////var/rota.db`` absolute."""
+    if not url.startswith("sqlite:///"):
+        raise StoreError(f"not a SQLite URL: {url!r}")
+    path = url.removeprefix("sqlite:///")
+    return path or ":memory:"
+
+
+class _ThreadSession:
+    """Runs named queries on the connection, in the store's thread."""
+
+    def __init__(self, conn: sqlite3.Connection, now: float | None) -> None:
+        self.conn = conn
+        self.now = now
+
+    def _now(self) -> float:
+        if self.now is None:
+            self.now = float(self.conn.execute(Q["db_now"]).fetchone()[0])
+        return self.now
+
+    def run(self, query: str, params: Params) -> list[Row]:
+        sql, reads_now = _compiled(query)
+        bound = encoded(params)
+        if reads_now:
+            bound["now"] = self._now()
+        for statement in sql:
+            cursor = self.conn.execute(statement, bound)
+            rows = cursor.fetchall()
+        if not rows:
+            return []
+        return decoded([column[0] for column in cursor.description], rows)
+
+    def batch(self, query: str, items: Sequence[Params], shared: Params) -> list[Row]:
+        found = []
+        for item in items:
+            found += self.run(query, {**shared, **item} if shared else item)
+        return found
+
+
+class _AsyncSession:
+    """A transaction's session for the core: each call is one hop to the thread."""
+
+    def __init__(self, dialect: SqliteDialect, inner: _ThreadSession) -> None:
+        self._dialect = dialect
+        self._inner = inner
+
+    async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        return await self._dialect._hop(lambda _: self._inner.run(query, params))
+
+    async def batch(
+        self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
+    ) -> list[Row]:
+        return await self._dialect._hop(lambda _: self._inner.batch(query, items, shared))
+
+    async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
+        raise StoreError("COPY is a PostgreSQL capability (supports_copy is False)")
+
+
+class SqliteDialect:
+    name = DIALECT
+    supports_notify = False
+    supports_copy = False
+    supports_handler_transactions = False
+    claims_read_first = True
+
+    def __init__(self, url: str, poll_seconds: float = 0.05) -> None:
+        self.url = url
+        self.path = path_from_url(url)
+        self.poll_seconds = poll_seconds
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rota-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._turn = asyncio.Lock()  # one transaction at a time on the one connection
+
+    # -- the connection's thread ----------------------------------------------
+    async def _hop(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._guarded, fn)
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A one-hop call. It waits only while a multi-step transaction of this store is
+        open; otherwise it goes straight to the thread's queue, so calls stay pipelined
+        (the thread never idles while the loop hands it the next one)."""
+        if self._turn.locked():
+            async with self._turn:
+                pass  # the transaction ended; nothing can open one before the hop below
+        return await self._hop(fn)
+
+    def _guarded(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            raise StoreError("the SQLite store is not open")
+        try:
+            return fn(self._conn)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"SQLite at {self.path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite refused the operation: {exc}") from exc
+
+    @staticmethod
+    @contextmanager
+    def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+        """A write transaction that holds the writer lock from its first statement."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _connect(self) -> None:
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise StoreUnavailable(f"SQLite: folder {parent} does not exist")
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode keeps commits durable against a process crash (what workers
+        # do); only a power loss can drop the last transactions.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._conn = conn
+
+    # -- lifecycle and schema -------------------------------------------------
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, self._connect)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path}: {exc}") from exc
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
+        self._executor.shutdown(wait=False)
+
+    @staticmethod
+    def _current_version(conn: sqlite3.Connection) -> int:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS rota_schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " applied_at REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0))"
+        )
+        row = conn.execute("SELECT COALESCE(max(version), 0) FROM rota_schema_migrations")
+        return int(row.fetchone()[0])
+
+    async def schema_version(self) -> int:
+        return await self._call(self._current_version)
+
+    async def migrate(self) -> list[int]:
+        def work(conn: sqlite3.Connection) -> list[int]:
+            applied = []
+            with self._immediate(conn):
+                current = self._current_version(conn)
+                for migration in load_migrations(DIALECT)[current:]:
+                    for statement in statements(migration.sql):
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO rota_schema_migrations (version, name) VALUES (?, ?)",
+                        (migration.version, migration.name),
+                    )
+                    applied.append(migration.version)
+            return applied
+
+        return await self._call(work)
+
+    # -- the seam ---------------------------------------------------------------
+    @staticmethod
+    def _instant(now: datetime | None) -> float | None:
+        return None if now is None else now.timestamp()
+
+    async def rows(
+        self, query: str, params: Params = NO_PARAMS, now: datetime | None = None
+    ) -> list[Row]:
+        instant = self._instant(now)
+        return await self._call(lambda conn: _ThreadSession(conn, instant).run(query, params))
+
+    async def write(
+        self, query: str, params: Params = NO_PARAMS, now: datetime | None = None
+    ) -> list[Row]:
+        return await self.batch(query, [params], NO_PARAMS, now)
+
+    async def batch(self, query: str, items: Items, shared: Params, now: Instant) -> list[Row]:
+        def work(conn: sqlite3.Connection) -> list[Row]:
+            with self._immediate(conn):
+                return _ThreadSession(conn, instant).batch(query, items, shared)
+
+        instant = self._instant(now)
+        return await self._call(work)
+
+    async def copy_runs(
+        self, runs: Sequence[NewRun], aging_seconds: float, now: datetime | None
+    ) -> list[int]:
+        raise StoreError("COPY is a PostgreSQL capability (supports_copy is False)")
+
+    def session(self, now: datetime | None) -> AbstractAsyncContextManager[Session]:
+        # One connection already: each call is its own BEGIN IMMEDIATE write.
+        return nullcontext(OneShot(self, now))
+
+    @asynccontextmanager
+    async def transaction(self, now: datetime | None) -> AsyncIterator[Session]:
+        instant = self._instant(now)
+        async with self._turn:
+            session = await self._hop(lambda conn: self._begin(conn, instant))
+            try:
+                yield _AsyncSession(self, session)
+            except BaseException:
+                await self._hop(lambda conn: conn.execute("ROLLBACK"))
+                raise
+            await self._hop(lambda conn: conn.execute("COMMIT"))
+
+    def _begin(self, conn: sqlite3.Connection, now: float | None) -> _ThreadSession:
+        conn.execute("BEGIN IMMEDIATE")
+        return _ThreadSession(conn, now)
+
+    def serialised(self, now: datetime | None) -> AbstractAsyncContextManager[Session]:
+        # BEGIN IMMEDIATE already serialises every writer of the file.
+        return self.transaction(now)
+
+    # -- housekeeping and wake-ups ----------------------------------------------
+    async def vacuum(self) -> None:
+        # SQLite reuses freed pages by itself; refreshing the planner's statistics is
+        # what keeps the claim on its index.
+        await self._call(lambda conn: conn.execute("PRAGMA optimize"))
+
+    async def wait_for_work(self, timeout: float) -> None:
+        # SQLite has no notifications across processes; an indexed poll is cheap.
+        await asyncio.sleep(min(timeout, self.poll_seconds))
