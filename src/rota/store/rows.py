@@ -47,6 +47,7 @@ def run_from_row(row: Mapping[str, Any]) -> Run:
         concurrency_limit=row["concurrency_limit"],
         deadline=row["deadline"],
         correlation_id=row["correlation_id"],
+        trace_context=row["trace_context"],
     )
 
 

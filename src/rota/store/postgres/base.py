@@ -29,6 +29,7 @@ from rota.errors import (
     StoreError,
     StoreUnavailable,
 )
+from rota.observe import hooks
 from rota.redact import redact_url
 from rota.store.queries import load_queries
 from rota.store.rows import job_from_row
@@ -127,6 +128,7 @@ def _columns(runs: Sequence[NewRun]) -> dict[str, list[Any]]:
         "concurrency_limits": [r.concurrency_limit for r in runs],
         "deadlines": [r.deadline for r in runs],
         "correlation_ids": [r.correlation_id for r in runs],
+        "trace_contexts": [r.trace_context for r in runs],
     }
 
 
@@ -158,12 +160,14 @@ def _translated() -> Any:
         # process): the link is gone, like any other dropped connection.
         psycopg.errors.IdleInTransactionSessionTimeout,
     ) as exc:
+        hooks.db_error("unavailable")
         raise StoreUnavailable(f"PostgreSQL is unreachable: {exc}".strip()) from exc
     except psycopg.Error as exc:
         # The first line and SQLSTATE only, and not chained: PostgreSQL's DETAIL and
         # CONTEXT lines quote the data it refused (a job's payload), and a chained
         # driver error would carry them into every traceback (docs/security.md).
         state = getattr(exc, "sqlstate", None) or "no SQLSTATE"
+        hooks.db_error("refused")
         raise StoreError(
             f"PostgreSQL refused the operation: {_first_line(exc)} ({state})"
         ) from None
@@ -308,6 +312,7 @@ class PgBase:
                             run.concurrency_limit,
                             run.deadline,
                             run.correlation_id,
+                            run.trace_context,
                             db_now,
                         )
                     )

@@ -19,6 +19,7 @@ from rota.domain.runs import (
     NewRun,
 )
 from rota.errors import StoreError, StoreUnavailable
+from rota.observe import hooks
 from rota.store.queries import load_queries
 
 Q = load_queries("sqlite")
@@ -82,6 +83,9 @@ def _claimed(row: sqlite3.Row) -> ClaimedRun:
         idempotency_key=row[9],
         lease_expires_at=datetime.fromtimestamp(row[10], UTC),
         correlation_id=row[11],
+        job_id=row[12],
+        pickup_delay=row[13],
+        trace_context=row[14],
     )
 
 
@@ -123,8 +127,10 @@ class SqliteBase:
         try:
             return fn(self._conn)
         except sqlite3.OperationalError as exc:
+            hooks.db_error("unavailable")
             raise StoreUnavailable(f"SQLite at {self.path}: {exc}") from exc
         except sqlite3.Error as exc:
+            hooks.db_error("refused")
             raise StoreError(f"SQLite refused the operation: {exc}") from exc
 
     @staticmethod
@@ -174,6 +180,7 @@ class SqliteBase:
                 "concurrency_limit": run.concurrency_limit,
                 "deadline": _ts(run.deadline),
                 "correlation_id": run.correlation_id,
+                "trace_context": run.trace_context,
                 "now": at,
             }
             row = conn.execute(Q["insert_runs"], params).fetchone()

@@ -9,23 +9,23 @@ SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
                        slot_at, tags, concurrency_key, concurrency_limit, deadline,
-                       correlation_id, created_at)
+                       correlation_id, trace_context, created_at)
 SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
        COALESCE(r.run_at, t.now),
        COALESCE(r.run_at, t.now) - make_interval(secs => r.priority * %(aging_seconds)s),
        r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, r.job_id, r.slot_at,
        NULLIF(r.tags::text[], '{}'), r.concurrency_key, r.concurrency_limit, r.deadline,
-       r.correlation_id, t.now
+       r.correlation_id, r.trace_context, t.now
 FROM unnest(%(namespaces)s::text[], %(handlers)s::text[], %(queues)s::text[],
             %(payloads)s::text[], %(priorities)s::smallint[], %(run_ats)s::timestamptz[],
             %(max_attempts)s::integer[], %(timeouts)s::double precision[],
             %(idempotency_keys)s::text[], %(replay_ofs)s::bigint[], %(job_ids)s::bigint[],
             %(slot_ats)s::timestamptz[], %(tag_lists)s::text[], %(concurrency_keys)s::text[],
             %(concurrency_limits)s::integer[], %(deadlines)s::timestamptz[],
-            %(correlation_ids)s::text[])
+            %(correlation_ids)s::text[], %(trace_contexts)s::text[])
      AS r(namespace, handler, queue, payload, priority, run_at, max_attempts,
           timeout_seconds, idempotency_key, replay_of, job_id, slot_at, tags, concurrency_key,
-          concurrency_limit, deadline, correlation_id),
+          concurrency_limit, deadline, correlation_id, trace_context),
      (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
@@ -42,7 +42,8 @@ FROM generate_series(1, %(count)s);
 -- name: copy_runs
 COPY rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_at,
                 max_attempts, timeout_seconds, replay_of, job_id, slot_at, tags,
-                concurrency_key, concurrency_limit, deadline, correlation_id, created_at)
+                concurrency_key, concurrency_limit, deadline, correlation_id, trace_context,
+                created_at)
 FROM STDIN;
 
 -- name: claim
@@ -77,7 +78,8 @@ FROM picked, t
 WHERE r.id = picked.id
 RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
-          r.correlation_id;
+          r.correlation_id, r.job_id, EXTRACT(EPOCH FROM t.now - r.run_at)::float8,
+          r.trace_context;
 
 -- name: next_due_in
 -- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
@@ -147,7 +149,8 @@ FROM t
 WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state IN ('pending', 'retrying')
 RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
-          r.correlation_id;
+          r.correlation_id, r.job_id, EXTRACT(EPOCH FROM t.now - r.run_at)::float8,
+          r.trace_context;
 
 -- name: renew
 -- The first renewal also confirms the run is executing (Claimed -> Running).

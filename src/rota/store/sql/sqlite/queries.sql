@@ -11,11 +11,12 @@ SELECT (julianday('now') - 2440587.5) * 86400.0;
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
                        slot_at, tags, concurrency_key, concurrency_limit, deadline,
-                       correlation_id, created_at)
+                       correlation_id, trace_context, created_at)
 VALUES (:namespace, :handler, :queue, :payload, :priority, :run_at,
         :run_at - :priority * :aging_seconds,
         :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :job_id, :slot_at,
-        :tags, :concurrency_key, :concurrency_limit, :deadline, :correlation_id, :now)
+        :tags, :concurrency_key, :concurrency_limit, :deadline, :correlation_id,
+        :trace_context, :now)
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
 RETURNING id;
@@ -82,7 +83,8 @@ SET state = 'claimed',
 WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('pending', 'retrying')
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
-          lost_count, idempotency_key, lease_expires_at, correlation_id;
+          lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
+          :now - run_at, trace_context;
 
 -- name: renew
 UPDATE rota_runs
