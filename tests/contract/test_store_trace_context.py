@@ -19,9 +19,7 @@ async def test_the_schema_is_current(store: Store) -> None:
 
 
 async def test_a_claim_returns_the_trace_context_stored_at_enqueue(store: Store) -> None:
-    [traced, plain] = await store.enqueue(
-        [new_run(trace_context=TRACEPARENT), new_run()], at(0)
-    )
+    [traced, plain] = await store.enqueue([new_run(trace_context=TRACEPARENT), new_run()], at(0))
     claimed = {c.run_id: c for c in await claim(store, at(7), limit=2)}
     assert claimed[traced.run_id].trace_context == TRACEPARENT
     assert claimed[plain.run_id].trace_context is None

@@ -84,9 +84,7 @@ class ClusterGauges:
         snapshot = self.current()
         if snapshot is None:
             return
-        seen = [
-            c for c in snapshot.queues if namespaces is None or c.namespace in namespaces
-        ]
+        seen = [c for c in snapshot.queues if namespaces is None or c.namespace in namespaces]
         runs = GaugeMetricFamily(
             "rota_queue_runs",
             "Unfinished runs and dead letters per queue and state (from the leader).",

@@ -52,7 +52,9 @@ class Observer:
             self.instruments.errors.labels(part).inc()
             if part not in self._failed_parts:
                 self._failed_parts.add(part)
-                log.warning("a metrics instrument failed; the work goes on", part=part, error=repr(exc))
+                log.warning(
+                    "a metrics instrument failed; the work goes on", part=part, error=repr(exc)
+                )
         except Exception:  # noqa: BLE001 - the last line of defence must not raise either
             return
 
