@@ -35,7 +35,7 @@ from rota.domain.values import check_id, check_instant, check_text
 from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry
-from rota.observe import hooks
+from rota.observe import producing
 from rota.store.port import Store
 
 # Which namespaces a caller may see: None means every one.
@@ -130,9 +130,7 @@ def new_run(
 
 
 async def enqueue(store: Store, clock: Clock, runs: Sequence[NewRun]) -> list[int]:
-    results = await store.enqueue(runs, clock.db_now())
-    hooks.runs_enqueued(runs, results)
-    return [e.run_id for e in results]
+    return [e.run_id for e in await producing.enqueue(store, runs, clock.db_now())]
 
 
 async def get_run(store: Store, run_id: int, namespaces: Namespaces = None) -> Run:

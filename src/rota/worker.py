@@ -30,7 +30,7 @@ from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.execution import execute, failure_outcome, infrastructure_outcome
 from rota.handlers import Registry
 from rota.housekeeping import stand_for_leader
-from rota.observe import hooks
+from rota.observe import hooks, tracing
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
 from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, every, supervise, watched
@@ -269,11 +269,11 @@ class Worker:
         claimed, ctx = held.claimed, held.ctx
         slot_taken = True
         try:
-            finished = await execute(
-                self.registry.get(claimed.handler),
+            finished = await tracing.processing(
+                execute(self.registry.get(claimed.handler), claimed, ctx, self._threads),
                 claimed,
-                ctx,
-                self._threads,
+                self.options.node_id,
+                outcome_of=lambda done: done.outcome.state.value,
             )
             held.handler_seconds = self.clock.monotonic() - held.started
             if finished.straggler is None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rota.observe import hooks
+from rota.observe import hooks, tracing
 
 UNMATCHED = "unmatched"  # no route: the path itself is the client's, never a label
 
@@ -30,12 +30,13 @@ class HttpMetrics:
                 status = int(message["status"])
             await send(message)
 
-        try:
-            await self.app(scope, receive, record_status)
-        finally:
-            hooks.http_request(
-                _template(scope), scope["method"], status, time.perf_counter() - started
-            )
+        with tracing.serving_request(scope) as span:
+            try:
+                await self.app(scope, receive, record_status)
+            finally:
+                template = _template(scope)
+                hooks.http_request(template, scope["method"], status, time.perf_counter() - started)
+                tracing.name_request(span, scope["method"], template, status)
 
 
 def _template(scope: Scope) -> str:
