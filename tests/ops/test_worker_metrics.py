@@ -77,7 +77,7 @@ async def _async(value: bool) -> bool:
 async def test_a_failing_instrument_never_stops_the_worker(make_app, monkeypatch) -> None:
     app = make_app()
 
-    @app.handler("om-guarded")
+    @app.handler("om-guarded", queue="om-guarded-q")
     async def guarded(ctx: rota.RunContext, payload: int) -> int:
         return payload
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, ParamSpec
 
 import structlog
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -135,23 +135,49 @@ def slots_planned(runs: Sequence[NewRun], now: datetime) -> None:
 
 
 # -- the worker's hot path ---------------------------------------------------------------
+# The labelled children of the per-run series, found once per (queue[, handler, outcome])
+# and kept: prometheus_client's labels() costs more than the increment itself, and a
+# busy worker reports thousands of runs a second.
+_queue_children: dict[str, tuple[Gauge, Histogram]] = {}
+_run_children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
+
+
+def _by_queue(name: str) -> tuple[Gauge, Histogram]:
+    found = _queue_children.get(name)
+    if found is None:
+        instruments, queue = OBSERVER.instruments, _queue(name)
+        found = (instruments.in_flight.labels(queue), instruments.pickup_delay.labels(queue))
+        _queue_children[name] = found
+    return found
+
+
+def _by_run(queue: str, handler: str, outcome: str) -> tuple[Counter, Histogram]:
+    key = (queue, handler, outcome)
+    found = _run_children.get(key)
+    if found is None:
+        instruments = OBSERVER.instruments
+        labels = (_queue(queue), _handler(handler), outcome)
+        found = (instruments.finished.labels(*labels), instruments.duration.labels(*labels))
+        _run_children[key] = found
+    return found
+
+
 @_guarded("claim")
 def runs_claimed(batch: Sequence[ClaimedRun]) -> None:
-    instruments = OBSERVER.instruments
     if not batch:
         return
-    instruments.claim_batch.observe(len(batch))
+    OBSERVER.instruments.claim_batch.observe(len(batch))
     for run in batch:
-        queue = _queue(run.queue)
-        instruments.in_flight.labels(queue).inc()
+        in_flight, pickup_delay = _by_queue(run.queue)
+        in_flight.inc()
         if run.pickup_delay is not None:
-            instruments.pickup_delay.labels(queue).observe(max(run.pickup_delay, 0.0))
+            pickup_delay.observe(max(run.pickup_delay, 0.0))
 
 
 @_guarded("release")
 def run_let_go(run: ClaimedRun) -> None:
     """The worker no longer holds the run (finished, lost or handed back)."""
-    OBSERVER.instruments.in_flight.labels(_queue(run.queue)).dec()
+    _by_queue(run.queue)[0].dec()
 
 
 @_guarded("finish")
@@ -160,13 +186,12 @@ def run_finished(
 ) -> None:
     """One attempt ended and its outcome was written (``written``) or refused by the
     fence. Counted, timed, and told in one log line at info."""
-    instruments = OBSERVER.instruments
     if not written:
-        instruments.stale_writes.inc()
+        OBSERVER.instruments.stale_writes.inc()
         return
-    labels = (_queue(run.queue), _handler(run.handler), outcome.state.value)
-    instruments.finished.labels(*labels).inc()
-    instruments.duration.labels(*labels).observe(seconds)
+    finished, duration = _by_run(run.queue, run.handler, outcome.state.value)
+    finished.inc()
+    duration.observe(seconds)
     run_log.info(
         "run finished",
         run_id=run.run_id,
@@ -176,7 +201,7 @@ def run_finished(
         attempt=run.attempt,
         fence=run.fence,
         worker=worker_id,
-        duration_seconds=round(seconds, 6),
+        duration_seconds=seconds,
         outcome=outcome.state.value,
     )
 
