@@ -82,11 +82,10 @@ async def test_a_failing_instrument_never_stops_the_worker(make_app, monkeypatch
         return payload
 
     class Broken:
-        def labels(self, *args: object) -> None:
+        def __getattr__(self, name: str) -> object:
             raise ValueError("instrument broke")
 
-    monkeypatch.setattr(hooks.OBSERVER.instruments, "finished", Broken())
-    monkeypatch.setattr(hooks.OBSERVER.instruments, "pickup_delay", Broken())
+    monkeypatch.setattr(hooks.OBSERVER.instruments, "runs", Broken())
     store = await app.store()
     delta = Delta()
     async with working(app, node_id="om-w2"):
@@ -119,3 +118,35 @@ async def test_switched_off_the_hooks_record_nothing(make_app, enabled: bool) ->
     finally:
         hooks.set_enabled(True)
     assert delta("rota_runs_enqueued_total", {"queue": "default", "handler": "om-off"}) == 0
+
+
+def test_run_series_buckets_are_cumulative_and_bounded() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from rota.observe.metrics import OTHER, BoundedNames
+    from rota.observe.run_series import RunSeries
+
+    series = RunSeries(BoundedNames(cap=1), BoundedNames(), (1.0, 5.0), (1.0,))
+    for seconds in (0.5, 1.0, 3.0, 10.0):
+        series.finished("q", "h", "succeeded", seconds)
+    series.finished("second-queue", "h", "succeeded", 2.0)  # past the cap: "other"
+    series.claimed("q", 0.2)
+    series.claimed("q", None)
+    series.let_go("q")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(series)
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    run = {"queue": "q", "handler": "h", "outcome": "succeeded"}
+    assert value("rota_runs_finished_total", **run) == 4
+    assert value("rota_run_duration_seconds_bucket", **run, le="1.0") == 2
+    assert value("rota_run_duration_seconds_bucket", **run, le="5.0") == 3
+    assert value("rota_run_duration_seconds_bucket", **run, le="+Inf") == 4
+    assert value("rota_run_duration_seconds_sum", **run) == 14.5
+    assert value("rota_run_duration_seconds_count", **run) == 4
+    assert value("rota_runs_finished_total", **{**run, "queue": OTHER}) == 1
+    assert value("rota_runs_in_flight", queue="q") == 1
+    assert value("rota_run_pickup_delay_seconds_count", queue="q") == 1
+    assert b"second-queue" not in generate_latest(registry)

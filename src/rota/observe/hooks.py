@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, ParamSpec
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -43,6 +43,7 @@ class Observer:
         self.instruments = Instruments(self.registry)
         self.cluster = ClusterGauges(time.monotonic)
         self.registry.register(GuardedCollector("cluster_gauges", self.cluster, self.failed))
+        self.registry.register(GuardedCollector("run_series", self.instruments.runs, self.failed))
         self._failed_parts: set[str] = set()
 
     def failed(self, part: str, exc: BaseException) -> None:
@@ -134,50 +135,21 @@ def slots_planned(runs: Sequence[NewRun], now: datetime) -> None:
             instruments.schedule_lag.observe(max((now - run.slot_at).total_seconds(), 0.0))
 
 
-# -- the worker's hot path ---------------------------------------------------------------
-# The labelled children of the per-run series, found once per (queue[, handler, outcome])
-# and kept: prometheus_client's labels() costs more than the increment itself, and a
-# busy worker reports thousands of runs a second.
-_queue_children: dict[str, tuple[Gauge, Histogram]] = {}
-_run_children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
-
-
-def _by_queue(name: str) -> tuple[Gauge, Histogram]:
-    found = _queue_children.get(name)
-    if found is None:
-        instruments, queue = OBSERVER.instruments, _queue(name)
-        found = (instruments.in_flight.labels(queue), instruments.pickup_delay.labels(queue))
-        _queue_children[name] = found
-    return found
-
-
-def _by_run(queue: str, handler: str, outcome: str) -> tuple[Counter, Histogram]:
-    key = (queue, handler, outcome)
-    found = _run_children.get(key)
-    if found is None:
-        instruments = OBSERVER.instruments
-        labels = (_queue(queue), _handler(handler), outcome)
-        found = (instruments.finished.labels(*labels), instruments.duration.labels(*labels))
-        _run_children[key] = found
-    return found
-
-
+# -- the worker's hot path (rota.observe.run_series) ---------------------------------------
 @_guarded("claim")
 def runs_claimed(batch: Sequence[ClaimedRun]) -> None:
     if not batch:
         return
-    OBSERVER.instruments.claim_batch.observe(len(batch))
+    instruments = OBSERVER.instruments
+    instruments.claim_batch.observe(len(batch))
     for run in batch:
-        in_flight, pickup_delay = _by_queue(run.queue)
-        in_flight.inc()
-        if run.pickup_delay is not None:
-            pickup_delay.observe(max(run.pickup_delay, 0.0))
+        instruments.runs.claimed(run.queue, run.pickup_delay)
 
 
 @_guarded("release")
 def run_let_go(run: ClaimedRun) -> None:
     """The worker no longer holds the run (finished, lost or handed back)."""
-    _by_queue(run.queue)[0].dec()
+    OBSERVER.instruments.runs.let_go(run.queue)
 
 
 @_guarded("finish")
@@ -189,9 +161,7 @@ def run_finished(
     if not written:
         OBSERVER.instruments.stale_writes.inc()
         return
-    finished, duration = _by_run(run.queue, run.handler, outcome.state.value)
-    finished.inc()
-    duration.observe(seconds)
+    OBSERVER.instruments.runs.finished(run.queue, run.handler, outcome.state.value, seconds)
     run_log.info(
         "run finished",
         run_id=run.run_id,

@@ -19,6 +19,8 @@ import threading
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from rota.observe.run_series import RunSeries
+
 # No ``_created`` series beside every counter and histogram: a 200-handler worker's
 # scrape would carry a timestamp line per labelled series that no rule or dashboard
 # reads. (A process-wide switch of prometheus_client; rota's metrics are the process's.)
@@ -97,28 +99,12 @@ class Instruments:
         def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
             return Gauge(name, doc, labels, registry=registry)
 
-        run_labels = ("queue", "handler", "outcome")
         self.enqueued = counter(
             "rota_runs_enqueued", "Runs created by this process.", ("queue", "handler")
         )
-        self.finished = counter(
-            "rota_runs_finished", "Attempts this process finished, by outcome.", run_labels
-        )
-        self.duration = histogram(
-            "rota_run_duration_seconds",
-            "Handler time of one attempt.",
-            run_labels,
-            DURATION_BUCKETS,
-        )
-        self.pickup_delay = histogram(
-            "rota_run_pickup_delay_seconds",
-            "From a run falling due to a worker claiming it.",
-            ("queue",),
-            SECONDS_BUCKETS,
-        )
-        self.in_flight = gauge(
-            "rota_runs_in_flight", "Runs this process holds a lease on.", ("queue",)
-        )
+        # Finished attempts, durations, pickup delays and runs in flight: the per-run
+        # series, on a faster path of their own (registered by the caller, guarded).
+        self.runs = RunSeries(self.queue_name, self.handler_name, DURATION_BUCKETS, SECONDS_BUCKETS)
         self.claim_batch = histogram(
             "rota_claim_batch_runs", "Runs handed out by one claim.", (), BATCH_BUCKETS
         )
