@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,10 @@ import yaml
 
 from rota.cli import main
 from rota.config import Settings
-from tests.api.test_cli_e2e import free_port, start_server, wait_ready
-from tests.helpers import REPO, stop_gracefully, wait_until
+from tests.api.test_cli_e2e import server as server
+from tests.helpers import REPO
+
+from .live import scrape_once_published
 
 DEPLOY = REPO / "deploy"
 RULES = DEPLOY / "prometheus" / "rota-rules.yml"
@@ -93,26 +94,11 @@ def test_the_dashboard_covers_what_an_operator_asks() -> None:
 
 
 @pytest.fixture
-def live_scrape(tmp_path: Path) -> Iterator[str]:
+def live_scrape(server: str) -> str:
     """The /metrics of a live `rota server` (embedded worker and leader), once the
-    leader has published the cluster gauges."""
-    port = free_port()
-    log = tmp_path / "server.log"
-    proc = start_server(tmp_path / "rota.db", port, log, "--app", "rota.examples:app")
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, proc, log)
-        token = httpx.post(f"{url}/dev/token", json={"scopes": ["metrics:read"]}, timeout=5)
-        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
-        httpx.get(f"{url}/api/v1/workers", timeout=5)  # one request to count
-
-        def scraped() -> str:
-            text = httpx.get(f"{url}/metrics", headers=headers, timeout=5).text
-            return text if "# TYPE rota_workers gauge" in text else ""
-
-        yield wait_until(scraped, timeout=30, what="the leader's cluster gauges")
-    finally:
-        stop_gracefully(proc)
+    leader has published the cluster gauges, after one API request to count."""
+    httpx.get(f"{server}/api/v1/workers", timeout=5)
+    return scrape_once_published(server)
 
 
 def _exported(scrape: str) -> set[str]:
