@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import structlog
 
-from rota.api.settings import is_loopback
 from rota.domain.workers import WorkerState
+from rota.endpoint import is_loopback
 from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 from rota.observe import exposition
 from rota.observe.scrape import bearer_matches, check_scrape_token

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import rota
-from rota import schedules
+from rota import schedules, services
 from rota.api.app import create_api
 from rota.domain.states import RunState
 from rota.observe import tracing
@@ -160,3 +160,36 @@ async def test_with_tracing_off_nothing_is_stamped(make_app) -> None:
 
 async def _async(value: bool) -> bool:
     return value
+
+
+async def test_a_replay_joins_the_trace_of_the_run_it_repeats(make_app, spans) -> None:
+    provider, exporter = spans
+    app = make_app()
+    fail = {"on": True}
+
+    @app.handler("replayed", max_attempts=1)
+    async def replayed(ctx: rota.RunContext, payload: int) -> int:
+        if fail["on"]:
+            raise RuntimeError("broken until fixed")
+        return payload
+
+    store = await app.store()
+    async with working(app, node_id="tr-w3"):
+        with provider.get_tracer("script").start_as_current_span("script"):
+            run_id = await app.enqueue_async("replayed", 1)
+        await wait_for_state(store, run_id, RunState.DEAD_LETTERED)
+        fail["on"] = False
+        replay_id = await services.replay(store, app.clock, run_id)
+        await wait_for_state(store, replay_id, RunState.SUCCEEDED)
+        await eventually(
+            lambda: _async(len(_by_name(exporter).get("process default", [])) == 2),
+            what="both runs' spans",
+        )
+    found = _by_name(exporter)
+    [send] = found["send default"]
+    first, again = sorted(found["process default"], key=lambda s: s.start_time or 0)
+    assert first.attributes["messaging.message.id"] == str(run_id)
+    assert again.attributes["messaging.message.id"] == str(replay_id)
+    assert again.context.trace_id == send.context.trace_id
+    assert again.parent is not None
+    assert again.parent.span_id == send.context.span_id

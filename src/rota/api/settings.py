@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from rota.endpoint import is_loopback
 from rota.errors import InvalidArgument, RotaError
 from rota.observe.scrape import check_scrape_token
 from rota.redact import Secret
@@ -25,7 +26,6 @@ MIN_KEY_BYTES = 32  # HS256 keys shorter than the hash output are brute-forceabl
 # A key of 32+ bytes drawn from very few characters ("aaaa...", spaces) is long but not
 # random; any generated key (token_urlsafe, hex) has far more distinct characters.
 MIN_KEY_DISTINCT_CHARACTERS = 10
-LOOPBACK_NAMES = ("localhost",)
 MAX_LEEWAY_SECONDS = 30.0
 ENVIRONMENTS = ("development", "test", "production")
 
@@ -46,15 +46,6 @@ def weak_key_reason(key: str) -> str | None:
             f"(at least {MIN_KEY_DISTINCT_CHARACTERS} are required)"
         )
     return None
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name we cannot judge, or 0.0.0.0/:: (every interface)
 
 
 @dataclass(frozen=True)
