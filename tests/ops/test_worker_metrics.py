@@ -150,3 +150,29 @@ def test_run_series_buckets_are_cumulative_and_bounded() -> None:
     assert value("rota_runs_in_flight", queue="q") == 1
     assert value("rota_run_pickup_delay_seconds_count", queue="q") == 1
     assert b"second-queue" not in generate_latest(registry)
+
+
+async def test_planned_slots_are_counted_with_their_lag(make_app, clock) -> None:
+    from datetime import timedelta
+
+    from rota import schedules
+    from rota.planner import Planner
+
+    app = make_app(clock)
+
+    @app.handler("om-scheduled", queue="om-sched-q")
+    async def scheduled(ctx: rota.RunContext, payload: int) -> int:
+        return payload
+
+    store = await app.store()
+    spec = schedules.job_spec(app.registry, "om-every-minute", "om-scheduled", 1, interval=60)
+    await schedules.save_job(store, clock, spec)
+    delta = Delta()
+    # The slot fell due 30 s ago (a leader that was away): planned late, lag 30 s.
+    report = await Planner(store, timedelta(seconds=5)).tick(clock.now() + timedelta(seconds=90))
+    assert report.runs_created == 1
+    assert delta("rota_schedule_slots_planned_total") == 1
+    planned = {"queue": "om-sched-q", "handler": "om-scheduled"}
+    assert delta("rota_runs_enqueued_total", planned) == 1
+    assert delta("rota_schedule_lag_seconds_count") == 1
+    assert delta("rota_schedule_lag_seconds_sum") == 30
