@@ -149,3 +149,70 @@ def test_a_worker_process_serves_metrics_and_health(db_url: str, tmp_path) -> No
     finally:
         stop_gracefully(proc)
     assert proc.returncode == 0, (tmp_path / "worker.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_worker_process_logs_each_finished_run_as_json(sqlite_url: str, tmp_path) -> None:
+    import json
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ROTA_TEST_MARKS": str(tmp_path)}
+    enqueued = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rota",
+            "enqueue",
+            "record",
+            '{"n": 1}',
+            "--app",
+            "tests.apps.proc_app:app",
+            "--db",
+            sqlite_url,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    run_id = int(enqueued.stdout.strip())
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rota",
+                "--log-json",
+                "worker",
+                "--app",
+                "tests.apps.proc_app:app",
+                "--db",
+                sqlite_url,
+                "--node-id",
+                "json-w",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
+    try:
+
+        def finished_line() -> dict[str, object] | None:
+            for line in log.read_text().splitlines():
+                if '"run finished"' in line:
+                    return dict(json.loads(line))
+            return None
+
+        entry = wait_until(finished_line, timeout=30, what="the run finished log line")
+    finally:
+        stop_gracefully(proc)
+    assert entry["run_id"] == run_id
+    assert entry["outcome"] == "succeeded"
+    assert entry["handler"] == "record"
+    assert entry["worker"] == "json-w"
+    assert entry["level"] == "info"
+    assert {"queue", "attempt", "fence", "duration_seconds", "job_id"} <= set(entry)
