@@ -109,13 +109,20 @@ def _sending(tracer: Tracer, runs: Sequence[NewRun]) -> Iterator[list[NewRun]]:
         ]
 
 
-async def processing(
+def processing(
     work: Awaitable[T], run: ClaimedRun, worker_id: str, outcome_of: Any = None
-) -> T:
-    """Await ``work`` (one attempt) inside a CONSUMER span continuing the run's trace.
+) -> Awaitable[T]:
+    """``work`` (one attempt), to be awaited inside a CONSUMER span continuing the run's
+    trace; ``work`` itself when tracing is off (not even a coroutine frame is added).
     ``outcome_of(result)``: the outcome's state name, recorded on the span."""
     if _STATE.tracer is None:
-        return await work
+        return work
+    return _processing(_STATE.tracer, work, run, worker_id, outcome_of)
+
+
+async def _processing(
+    tracer: Tracer, work: Awaitable[T], run: ClaimedRun, worker_id: str, outcome_of: Any
+) -> T:
     from opentelemetry import propagate
     from opentelemetry.trace import SpanKind, StatusCode
 
@@ -134,7 +141,7 @@ async def processing(
     }
     if run.job_id is not None:
         attributes["rota.job.id"] = run.job_id
-    with _STATE.tracer.start_as_current_span(
+    with tracer.start_as_current_span(
         f"process {run.queue}", context=parent, kind=SpanKind.CONSUMER, attributes=attributes
     ) as span:
         result = await work
