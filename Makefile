@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run demo test lint format bench chaos install clean openapi
+.PHONY: run demo test lint format bench chaos install clean openapi tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ run: install
 demo: install
 	$(BIN)/python -m rota.demo
 
-test: install
+test: install tools
 	$(BIN)/python -m pytest
 
 # The committed OpenAPI document (docs/openapi.json) and the TypeScript client's types
@@ -40,6 +40,13 @@ test: install
 openapi: install
 	$(BIN)/python -m rota.api.document docs/openapi.json
 	cd clients/typescript && npm ci --no-audit --no-fund && npm run generate
+
+# promtool (Debian's prometheus package) checks deploy/prometheus/rota-rules.yml in
+# `make test`: installed here when missing; if it cannot be, that test says SKIPPED.
+tools:
+	@command -v promtool >/dev/null 2>&1 || apt-get install -y -qq prometheus >/dev/null 2>&1 \
+		|| { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null 2>&1; } \
+		|| echo "promtool: cannot be installed here; the alert rules check will be SKIPPED"
 
 LINTED := src tests chaos $(wildcard bench)
 

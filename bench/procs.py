@@ -78,6 +78,7 @@ def quiet_logging() -> None:
     structlog.configure(
         processors=[_tally_warning],
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        cache_logger_on_first_use=True,  # as rota's own logs.configure: no bind per call
     )
     logging.basicConfig(level=logging.WARNING)
 

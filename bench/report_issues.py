@@ -45,8 +45,56 @@ def _planning_s(slot: dict[str, Any]) -> float | None:
     return slot["all_s"] - slot["created_first_s"] if "all_s" in slot else None
 
 
+def observability_lines(results: Results) -> list[str]:
+    """(i) issue 11: the drain with metrics on and off, and the scrape time."""
+    lines = ["| variant | jobs/s (median, min..max) | repeats |", "|---|---|---|"]
+    for metrics in ("on", "off"):
+        values = [
+            r["value"]
+            for r in _records(results, "metrics-drain")
+            if r["variant"].endswith(f"metrics {metrics}")
+        ]
+        summary = Summary.of(values)
+        lines.append(
+            f"| 2 processes, metrics {metrics} | {_num(summary and summary.median)} "
+            f"({_num(summary and summary.low)}..{_num(summary and summary.high)}) | "
+            f"{len(values)} |"
+        )
+    for record in _records(results, "metrics-scrape"):
+        lines += [
+            "",
+            f"Rendering /metrics with {record['variant']} (every outcome of every handler, "
+            f"plus the cluster gauges): median {record['value']:.1f} ms over "
+            f"{record['scrapes']} scrapes, {record['bytes']:,} bytes.",
+        ]
+    return lines
+
+
+def _metrics_overhead(results: Results) -> float | None:
+    """1 - on/off of the drain medians, or None if either is missing."""
+    medians = {}
+    for metrics in ("on", "off"):
+        summary = Summary.of(
+            [
+                r["value"]
+                for r in _records(results, "metrics-drain")
+                if r["variant"].endswith(f"metrics {metrics}")
+            ]
+        )
+        if summary is None:
+            return None
+        medians[metrics] = summary.median
+    return 1 - medians["on"] / medians["off"]
+
+
 def target_rows(results: Results, row: Row) -> None:
-    """Append the targets of issues 3-5 through ``row(target, measured, ok)``."""
+    """Append the targets of issues 3-5 and 11 through ``row(target, measured, ok)``."""
+    cost = _metrics_overhead(results)
+    row(
+        "metrics overhead on the 2-process drain < 3%",
+        "—" if cost is None else f"{cost * 100:.1f}% (1 - on/off of the medians)",
+        None if cost is None else cost < 0.03,
+    )
     free, keyed, keyed_records = _limited(results)
     ratio = keyed.median / free.median if free and keyed and free.median else None
     row(

@@ -85,8 +85,13 @@ async def drain_worker(
     node_id: str,
     pool_size: int = 4,
     profile_path: str | None = None,
+    metrics: bool = True,
 ) -> None:
-    """Work until the parent says stop; report CPU seconds used after the start line."""
+    """Work until the parent says stop; report CPU seconds used after the start line.
+    ``metrics``: rota's Prometheus instruments on or off (bench.observability)."""
+    from rota.observe import hooks
+
+    hooks.set_enabled(metrics)
     app = make_app(url, pool_size)
     await app.store()
     options = app.worker_options(concurrency=concurrency, node_id=node_id)

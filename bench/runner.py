@@ -8,7 +8,18 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from bench import api, cron, latency, limited, machine, pg, profiling, scenarios, sustain
+from bench import (
+    api,
+    cron,
+    latency,
+    limited,
+    machine,
+    observability,
+    pg,
+    profiling,
+    scenarios,
+    sustain,
+)
 from bench.config import BenchConfig
 from bench.report import write_report
 from bench.results import Results, say
@@ -70,6 +81,9 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         cron.cron_schedules(cfg, results, worker)
     if "api" in only:
         api.api(cfg, results)
+    if "metrics" in only:
+        observability.metrics_overhead(cfg, results, worker)
+        observability.scrape_time(cfg, results)
 
 
 def run(args: argparse.Namespace, command: str, source: str, all_scenarios: tuple[str, ...]) -> int:

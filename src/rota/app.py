@@ -37,6 +37,7 @@ from rota.services import RunDetail, RunRequest
 from rota.store.optional import CallerConnectionEnqueue
 from rota.store.port import LeaderInfo, Store
 from rota.worker import Worker, WorkerOptions
+from rota.worker_http import WorkerHttp, serving
 
 log = structlog.get_logger("rota.app")
 
@@ -315,8 +316,10 @@ class App:
         node_id: str | None = None,
         queues: Iterable[str] | None = None,
         tags: Iterable[str] = (),
+        http: WorkerHttp | None = None,
     ) -> None:
-        """Work until SIGTERM or SIGINT, then shut down gracefully. Blocking."""
+        """Work until SIGTERM or SIGINT, then shut down gracefully. Blocking. ``http``:
+        serve /metrics and health probes beside the worker (``rota worker --http``)."""
         options = self.worker_options(concurrency, node_id, queues, tags)
 
         async def main() -> None:
@@ -325,7 +328,8 @@ class App:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, stop.set)
             try:
-                await self.work(stop, options)
+                async with serving(http, await self.store(), options.node_id):
+                    await self.work(stop, options)
             finally:
                 await self.aclose()
 

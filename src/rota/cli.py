@@ -22,6 +22,7 @@ from rota.clock import SystemClock
 from rota.config import Settings
 from rota.errors import RotaError, StoreUnavailable
 from rota.store.port import Store
+from rota.worker_http import WorkerHttp
 
 T = TypeVar("T")
 console = Console()
@@ -81,6 +82,13 @@ def main(log_level: str, log_json: bool) -> None:
 @click.option("--node-id", default=None, help="Unique worker name (default HOST-PID).")
 @click.option("--queues", default=None, help="Comma-separated queues (default: the handlers').")
 @click.option("--tags", default="", help="Comma-separated capabilities, e.g. gpu,region-eu.")
+@click.option(
+    "--http",
+    "http_address",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve /metrics, /health/live and /health/ready here (off by default).",
+)
 def worker(
     app_target: str,
     db: str | None,
@@ -88,15 +96,24 @@ def worker(
     node_id: str | None,
     queues: str | None,
     tags: str,
+    http_address: str | None,
 ) -> None:
     """Run a worker until SIGTERM/SIGINT."""
+    try:
+        http = WorkerHttp.from_env(http_address) if http_address else None
+    except RotaError as exc:
+        _fail(str(exc))
     app = load_app(app_target)
     if db:
         app.settings = app.settings.with_overrides(database_url=db)
     queue_list = _split(queues) if queues else None
     try:
         app.run_worker(
-            concurrency=concurrency, node_id=node_id, queues=queue_list, tags=_split(tags)
+            concurrency=concurrency,
+            node_id=node_id,
+            queues=queue_list,
+            tags=_split(tags),
+            http=http,
         )
     except StoreUnavailable as exc:
         _fail(str(exc), code=3)

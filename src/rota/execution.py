@@ -4,6 +4,7 @@ and turn whatever happened into an Outcome value. No store writes happen here.""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import traceback
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -91,8 +92,10 @@ async def execute(
             if spec.is_async:
                 result = await spec.fn(ctx, claimed.payload)
             else:
+                # A copy of the context: the handler's own spans (and log context) in
+                # its thread belong to this attempt, as they do for async handlers.
                 thread = asyncio.get_running_loop().run_in_executor(
-                    threads, spec.fn, ctx, claimed.payload
+                    threads, contextvars.copy_context().run, spec.fn, ctx, claimed.payload
                 )
                 # shield: giving up on the wait must not mark the thread's future done;
                 # the worker watches it to know when the thread really returns.

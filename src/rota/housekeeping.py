@@ -22,6 +22,7 @@ from rota.config import Settings
 from rota.domain.runs import ReapedRun
 from rota.errors import RotaError
 from rota.leader import LeaderElector
+from rota.observe import cluster, hooks
 from rota.planner import Planner, TickReport
 from rota.store.port import Store
 from rota.supervise import (
@@ -78,6 +79,7 @@ class Housekeeper:
         reaped = await self.store.reap_expired(
             self.clock.db_now(), self.settings.poison_after, REAP_BATCH, term
         )
+        hooks.runs_reclaimed(len(reaped))
         for run in reaped:
             log.warning(
                 "lease expired; run taken back", run_id=run.run_id, fence=run.fence, state=run.state
@@ -149,6 +151,9 @@ class Housekeeper:
     async def _vacuum(self, term: int | None) -> None:
         await self.store.vacuum()
 
+    async def _publish_gauges(self, term: int | None) -> None:
+        await hooks.publish_cluster_gauges(self.store, self.clock)  # never raises
+
     async def run(
         self, term: int | None = None, still_leading: Callable[[], bool] = lambda: True
     ) -> None:
@@ -194,6 +199,7 @@ class Housekeeper:
             ("reaper", self.settings.reap_interval_seconds, self.reap_cycle),
             ("pruner", PRUNE_EVERY_SECONDS, self._prune_cycle),
             ("vacuum", self.settings.vacuum_interval_seconds, self._vacuum),
+            ("gauges", cluster.REFRESH_SECONDS, self._publish_gauges),
         ]
 
 

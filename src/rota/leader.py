@@ -24,6 +24,7 @@ import structlog
 
 from rota.clock import Clock
 from rota.errors import StoreError, StoreUnavailable
+from rota.observe import hooks
 from rota.store.port import Store
 from rota.supervise import Reachability, Sleep, cancel_and_wait
 
@@ -83,6 +84,7 @@ class LeaderElector:
                 log.info(
                     "leadership acquired", node_id=self.node_id, term=term, previous_term=self.term
                 )
+        hooks.leadership(self.node_id, term, changed=term != self.term)
         self.term = term
         return term
 

@@ -39,6 +39,7 @@ from rota.domain.misfire import (
 )
 from rota.domain.runs import NewRun
 from rota.errors import StoreError, StoreUnavailable
+from rota.observe import hooks
 from rota.store.port import Store
 
 log = structlog.get_logger("rota.planner")
@@ -94,6 +95,7 @@ class Planner:
             for advance, job_skipped in decisions:
                 if advance.job_id in advanced:
                     created += len(advance.runs)
+                    hooks.slots_planned(advance.runs, now)
                     skipped += job_skipped
             if len(due) < DUE_BATCH or not (advanced or failed):
                 break

@@ -16,6 +16,7 @@ from rota.domain.triggers import CronTrigger, fire_times
 from rota.domain.values import check_instant
 from rota.errors import InvalidArgument, JobExists, JobNotFound, JobUnreadable
 from rota.handlers import Registry
+from rota.observe import producing
 from rota.store.port import Store
 
 MAX_PREVIEW = 1000
@@ -212,8 +213,8 @@ async def trigger_job(
     if payload is not None and registry is not None:
         payloads.check_payload(registry, job.spec.handler, payload)
     payload_json = encode_json("payload", payload) if payload is not None else None
-    [enqueued] = await store.enqueue(
-        [manual_run(job, payload_json, idempotency_key, correlation_id)], clock.db_now()
+    [enqueued] = await producing.enqueue(
+        store, [manual_run(job, payload_json, idempotency_key, correlation_id)], clock.db_now()
     )
     return enqueued.run_id
 

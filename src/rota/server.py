@@ -81,5 +81,6 @@ def _banner(rota_app: App, settings: ApiSettings, host: str, port: int) -> None:
             "  get a token:  [cyan]export ROTA_TOKEN=$(.venv/bin/rota token create)[/]\n"
             f'  then:         [cyan]curl -H "Authorization: Bearer $ROTA_TOKEN" '
             f"{url}/api/v1/jobs[/]\n"
-            f"  API document: {url}/openapi.json   (interactive: {url}/docs)"
+            f"  API document: {url}/openapi.json   (interactive: {url}/docs)\n"
+            f"  metrics:      {url}/metrics with that token (README, Operate it)"
         )

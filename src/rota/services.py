@@ -42,6 +42,7 @@ from rota.domain.values import check_id, check_instant, check_text
 from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry
+from rota.observe import producing
 from rota.payloads import check_payload
 from rota.store.port import LeaderInfo, Store
 
@@ -142,7 +143,7 @@ def _default(value: T | None, default: T) -> T:
 
 
 async def enqueue(store: Store, clock: Clock, runs: Sequence[NewRun]) -> list[int]:
-    return [e.run_id for e in await store.enqueue(runs, clock.db_now())]
+    return [e.run_id for e in await producing.enqueue(store, runs, clock.db_now())]
 
 
 async def enqueue_in(

@@ -28,6 +28,7 @@ from typing import Any
 import structlog
 
 from rota.errors import StoreError
+from rota.observe import hooks
 
 log = structlog.get_logger("rota.supervise")
 # How long a cancelled background task gets to end before its canceller moves on.
@@ -242,6 +243,7 @@ class Reachability:
 
     def reachable(self, now: float) -> None:
         if self._down:
+            hooks.db_reconnected()
             self._outage = (self._last_ok, now)
         self._down = False
         self._last_ok = now

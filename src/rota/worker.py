@@ -31,6 +31,7 @@ from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.execution import execute, failure_outcome, infrastructure_outcome
 from rota.handlers import Registry
+from rota.observe import hooks, tracing
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
 from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, every, supervise, watched
@@ -77,6 +78,8 @@ class _Held:
     # The outcome is with the writer: a renewal racing the write may find the run already
     # finished, which is not a lost lease; the write itself tells whether the fence held.
     recording: bool = False
+    started: float = 0.0  # monotonic, at claim
+    handler_seconds: float = 0.0  # how long the attempt ran (for metrics and the log)
 
     @property
     def lease(self) -> Lease:
@@ -190,6 +193,7 @@ class Worker:
                 await self._first(stopping, asyncio.sleep(backoff))
                 backoff = min(backoff * 2, 5.0)
                 continue
+            hooks.runs_claimed(claimed)
             for run in claimed:
                 self._start(run)
             if len(claimed) < min(free, MAX_CLAIM_BATCH):
@@ -250,7 +254,7 @@ class Worker:
             log=RunLogger(claimed, self.clock.now),
             _open_transaction=open_tx,
         )
-        held = _Held(claimed, ctx)
+        held = _Held(claimed, ctx, started=self.clock.monotonic())
         self._held[claimed.run_id] = held
         self._busy += 1
         # watched: an error escaping the run (a bug, or a store failure nobody caught)
@@ -261,12 +265,13 @@ class Worker:
         claimed, ctx = held.claimed, held.ctx
         slot_taken = True
         try:
-            finished = await execute(
-                self.registry.get(claimed.handler),
+            finished = await tracing.processing(
+                execute(self.registry.get(claimed.handler), claimed, ctx, self._threads),
                 claimed,
-                ctx,
-                self._threads,
+                self.options.node_id,
+                outcome_of=lambda done: done.outcome.state.value,
             )
+            held.handler_seconds = self.clock.monotonic() - held.started
             if finished.straggler is None:
                 # Free the slot before the write: the next claim need not wait for it.
                 self._free_slot()
@@ -291,6 +296,7 @@ class Worker:
                 self._free_slot()
             self._held.pop(claimed.run_id, None)
             self._tasks.pop(claimed.run_id, None)
+            hooks.run_let_go(claimed)
 
     def _run_log(self, claimed: ClaimedRun) -> Any:
         # Bound only when there is something to say: binding per run costs the hot path.
@@ -315,6 +321,9 @@ class Worker:
                 written = await self._writer.record(outcome, ctx.log.take())
         else:
             written = await self._writer.record(outcome, ctx.log.take())
+        hooks.run_finished(
+            held.claimed, outcome, written, held.handler_seconds, self.options.node_id
+        )
         if not written:
             self._run_log(held.claimed).warning(
                 "outcome rejected by the fence: another worker holds this run now",
@@ -376,6 +385,7 @@ class Worker:
             run_id = h.claimed.run_id
             if run_id in result.lost and run_id in self._held and not h.recording:
                 h.lost = True
+                hooks.lease_lost()
                 self._log.warning("lease lost; stopping the run", run_id=run_id)
                 self._cancel(h)
             elif run_id in result.cancel_requested and not h.ctx.is_cancelled():

@@ -22,10 +22,11 @@ from rota.api.auth import ScopeGuard
 from rota.api.context import ApiContext
 from rota.api.middleware import EdgeMiddleware
 from rota.api.ratelimit import FailureBudget, RateLimiter
-from rota.api.routes import access, cluster, jobs, public, runs
+from rota.api.routes import access, cluster, jobs, metrics, public, runs
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.node import NodeRoles
+from rota.observe.http import HttpMetrics
 from rota.supervise import watched
 from rota.worker import default_node_id
 
@@ -82,12 +83,14 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         cluster.router,
         access.router,
         public.health_router,
+        metrics.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:
         api.include_router(public.dev_router)
     api.add_middleware(AuditMiddleware, context=context)
     api.add_middleware(EdgeMiddleware, body_limit_bytes=settings.body_limit_bytes)
+    api.add_middleware(HttpMetrics)  # outermost: it times and counts every response
     api.openapi = lambda: _openapi(api)  # type: ignore[method-assign]
     return api
 

@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from rota.endpoint import is_loopback
 from rota.errors import InvalidArgument, RotaError
+from rota.observe.scrape import check_scrape_token
 from rota.redact import Secret
 
 # Public on purpose: anyone can mint tokens with it, so production refuses it.
@@ -24,7 +26,6 @@ MIN_KEY_BYTES = 32  # HS256 keys shorter than the hash output are brute-forceabl
 # A key of 32+ bytes drawn from very few characters ("aaaa...", spaces) is long but not
 # random; any generated key (token_urlsafe, hex) has far more distinct characters.
 MIN_KEY_DISTINCT_CHARACTERS = 10
-LOOPBACK_NAMES = ("localhost",)
 MAX_LEEWAY_SECONDS = 30.0
 ENVIRONMENTS = ("development", "test", "production")
 
@@ -45,15 +46,6 @@ def weak_key_reason(key: str) -> str | None:
             f"(at least {MIN_KEY_DISTINCT_CHARACTERS} are required)"
         )
     return None
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name we cannot judge, or 0.0.0.0/:: (every interface)
 
 
 @dataclass(frozen=True)
@@ -89,6 +81,9 @@ class ApiSettings:
     embedded_leader: bool = False
     worker_concurrency: int = 8
     node_id: str | None = None
+    # A bearer token Prometheus may scrape /metrics with (full view), besides any
+    # credential holding metrics:read. A str is wrapped in a Secret.
+    metrics_token: Secret | str | None = None
 
     def __post_init__(self) -> None:
         if self.env not in ENVIRONMENTS:
@@ -129,6 +124,8 @@ class ApiSettings:
                 raise InvalidArgument(
                     "ROTA_TRUSTED_PROXIES", proxy, "IP addresses or networks (10.0.0.0/8)"
                 ) from None
+        if isinstance(self.metrics_token, str):
+            object.__setattr__(self, "metrics_token", check_scrape_token(self.metrics_token))
         key = self.signing_key
         if isinstance(key, str):
             key = Secret(key)
@@ -214,6 +211,7 @@ class ApiSettings:
             "ROTA_FAILED_AUTH_BURST": ("failed_auth_burst", int),
             "ROTA_FAILED_AUTH_WINDOW_SECONDS": ("failed_auth_window_seconds", float),
             "ROTA_TRUSTED_PROXIES": ("trusted_proxies", _comma_list),
+            "ROTA_METRICS_TOKEN": ("metrics_token", check_scrape_token),
         }
         values: dict[str, Any] = {}
         for variable, (name, kind) in names.items():

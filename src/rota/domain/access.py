@@ -26,6 +26,7 @@ class Scope(StrEnum):
     TRIGGER = "jobs:trigger"  # make runs happen or stop: trigger, cancel, requeue, replay
     MANAGE = "jobs:manage"  # define jobs: create, update, delete, pause, resume
     ADMIN = "jobs:admin"  # the cluster and access: drain workers, API keys, audit log
+    METRICS = "metrics:read"  # scrape /metrics (filtered to the caller's namespaces)
 
 
 class Role(StrEnum):

@@ -27,6 +27,7 @@ MAX_IDEMPOTENCY_KEY = 255
 # Run timeouts (and the API's other durations) stay below ten years: lease and deadline
 # arithmetic on them must not leave the instants every store holds.
 MAX_SECONDS = 10 * 365 * 24 * 3600
+MAX_TRACE_CONTEXT = 512  # a traceparent is 55 characters; room for a tracestate
 __all__ = ["encode_json"]  # re-exported: callers import it from here
 
 
@@ -104,6 +105,8 @@ class NewRun:
     concurrency_limit: int | None = None
     deadline: datetime | None = None  # start by then, or be cancelled (deadline_exceeded)
     correlation_id: str | None = None  # the request that created it (X-Correlation-ID)
+    # The W3C trace context (a traceparent) active when it was enqueued, if tracing is on.
+    trace_context: str | None = None
 
     def __post_init__(self) -> None:
         """Everything a store will be asked to hold is checked here, so the SQLite and
@@ -129,6 +132,8 @@ class NewRun:
                 object.__setattr__(self, field_name, check_instant(field_name, instant))
         if self.correlation_id is not None:
             check_text("correlation_id", self.correlation_id, max_length=200)
+        if self.trace_context is not None:
+            check_text("trace_context", self.trace_context, max_length=MAX_TRACE_CONTEXT)
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,10 @@ class ClaimedRun:
     idempotency_key: str | None
     lease_expires_at: datetime
     correlation_id: str | None = None
+    job_id: int | None = None
+    # Seconds from falling due (run_at) to this claim, by the database clock.
+    pickup_delay: float | None = None
+    trace_context: str | None = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +251,7 @@ class Run:
     concurrency_limit: int | None = None
     deadline: datetime | None = None
     correlation_id: str | None = None
+    trace_context: str | None = None
 
 
 @dataclass(frozen=True)
@@ -294,4 +304,6 @@ def replay_request(run_id: int, run: Run | None) -> NewRun:
         idempotency_key=f"rota:replay:{run.id}",
         namespace=run.namespace,
         replay_of=run.id,
+        # A replay continues the trace of the run it repeats, so the two are linked.
+        trace_context=run.trace_context,
     )

@@ -48,6 +48,7 @@ def run_from_row(row: Mapping[str, Any]) -> Run:
         concurrency_limit=row["concurrency_limit"],
         deadline=row["deadline"],
         correlation_id=row["correlation_id"],
+        trace_context=row["trace_context"],
     )
 
 
@@ -138,6 +139,9 @@ def claimed_from_row(row: Mapping[str, Any]) -> ClaimedRun:
         idempotency_key=row["idempotency_key"],
         lease_expires_at=row["lease_expires_at"],
         correlation_id=row["correlation_id"],
+        job_id=row["job_id"],
+        pickup_delay=row["pickup_delay"],
+        trace_context=row["trace_context"],
     )
 
 

@@ -33,6 +33,7 @@ def run_item(run: NewRun) -> dict[str, Any]:
         "concurrency_limit": run.concurrency_limit,
         "deadline": run.deadline,
         "correlation_id": run.correlation_id,
+        "trace_context": run.trace_context,
     }
 
 

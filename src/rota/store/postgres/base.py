@@ -10,6 +10,7 @@ import psycopg
 import psycopg_pool
 
 from rota.errors import StoreError, StoreUnavailable
+from rota.observe import hooks
 from rota.redact import redact_url
 
 NOTIFY_CHANNEL = "rota_wakeup"
@@ -91,12 +92,14 @@ def _translated() -> Any:
         # process): the link is gone, like any other dropped connection.
         psycopg.errors.IdleInTransactionSessionTimeout,
     ) as exc:
+        hooks.db_error("unavailable")
         raise StoreUnavailable(f"PostgreSQL is unreachable: {exc}".strip()) from exc
     except psycopg.Error as exc:
         # The first line and SQLSTATE only, and not chained: PostgreSQL's DETAIL and
         # CONTEXT lines quote the data it refused (a job's payload), and a chained
         # driver error would carry them into every traceback (docs/security.md).
         state = getattr(exc, "sqlstate", None) or "no SQLSTATE"
+        hooks.db_error("refused")
         raise StoreError(
             f"PostgreSQL refused the operation: {_first_line(exc)} ({state})"
         ) from None

@@ -30,6 +30,7 @@ from typing import TypeVar
 
 from rota.domain.runs import NewRun
 from rota.errors import StoreError, StoreUnavailable
+from rota.observe import hooks
 from rota.store.dialect import NO_PARAMS, Instant, Items, OneShot, Params, Row, Session
 from rota.store.queries import load_migrations, load_queries
 from rota.store.sqlite.codec import decoded, encoded, statements
@@ -140,8 +141,10 @@ class SqliteDialect:
         try:
             return fn(self._conn)
         except sqlite3.OperationalError as exc:
+            hooks.db_error("unavailable")
             raise StoreUnavailable(f"SQLite at {self.path}: {exc}") from exc
         except sqlite3.Error as exc:
+            hooks.db_error("refused")
             raise StoreError(f"SQLite refused the operation: {exc}") from exc
 
     @staticmethod

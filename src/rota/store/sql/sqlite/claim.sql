@@ -40,7 +40,8 @@ WHERE id IN (
     ORDER BY r.sort_at, r.id
     LIMIT :limit)
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
-          lost_count, idempotency_key, lease_expires_at, correlation_id;
+          lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
+          :now - run_at AS pickup_delay, trace_context;
 
 -- name: next_due_in
 -- Asked only by a dialect with supports_notify (an idle SQLite worker polls often
@@ -100,4 +101,5 @@ SET state = 'claimed',
 WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('pending', 'retrying')
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
-          lost_count, idempotency_key, lease_expires_at, correlation_id;
+          lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
+          :now - run_at AS pickup_delay, trace_context;

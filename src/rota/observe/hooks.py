@@ -1,0 +1,236 @@
+"""The one-line calls the worker, the leader, the planner and the API make to report
+what happened. Each is guarded: an instrument that fails is logged once and counted in
+``rota_metrics_errors_total{part}``, and the caller goes on as if nothing happened; a
+metrics registry never raises into the hot path.
+
+``set_enabled(False)`` (``ROTA_METRICS=off``) turns every hook into an early return:
+the bench compares the same drain with and without them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, ParamSpec
+
+import structlog
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from rota.observe.cluster import ClusterGauges
+from rota.observe.metrics import Instruments
+
+if TYPE_CHECKING:  # the store imports these hooks: no import cycle at run time
+    from rota.clock import Clock
+    from rota.domain.runs import ClaimedRun, Enqueued, NewRun, Outcome
+    from rota.store.port import Store
+
+P = ParamSpec("P")
+log = structlog.get_logger("rota.observe")
+run_log = structlog.get_logger("rota.runs")
+
+
+class Observer:
+    """The process's registry, its instruments and the leader's cluster gauges."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.instruments = Instruments(self.registry)
+        self.cluster = ClusterGauges(time.monotonic)
+        self.registry.register(GuardedCollector("cluster_gauges", self.cluster, self.failed))
+        self.registry.register(GuardedCollector("run_series", self.instruments.runs, self.failed))
+        self._failed_parts: set[str] = set()
+
+    def failed(self, part: str, exc: BaseException) -> None:
+        """An instrument or collector failed: count it; log the first failure of each
+        part (a broken instrument on the hot path must not flood the log either)."""
+        try:
+            self.instruments.errors.labels(part).inc()
+            if part not in self._failed_parts:
+                self._failed_parts.add(part)
+                log.warning(
+                    "a metrics instrument failed; the work goes on", part=part, error=repr(exc)
+                )
+        except Exception:  # noqa: BLE001 - the last line of defence must not raise either
+            return
+
+
+class GuardedCollector:
+    """A collector whose failure costs its own series, never the whole scrape."""
+
+    def __init__(
+        self, part: str, inner: Collector, failed: Callable[[str, BaseException], None]
+    ) -> None:
+        self.part = part
+        self.inner = inner
+        self.on_failure = failed
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            families = list(self.inner.collect())
+        except Exception as exc:  # noqa: BLE001 - counted and logged by on_failure
+            self.on_failure(self.part, exc)
+            return iter(())
+        return iter(families)
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+def _enabled_from_env() -> bool:
+    return os.environ.get("ROTA_METRICS", "on").lower() not in {"0", "off", "false", "no"}
+
+
+OBSERVER = Observer(_enabled_from_env())
+
+
+def set_enabled(enabled: bool) -> None:
+    OBSERVER.enabled = enabled
+
+
+def _guarded(part: str) -> Callable[[Callable[P, None]], Callable[P, None]]:
+    def wrap(fn: Callable[P, None]) -> Callable[P, None]:
+        @functools.wraps(fn)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
+            if not OBSERVER.enabled:
+                return
+            try:
+                fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - never into the caller's path
+                OBSERVER.failed(part, exc)
+
+        return guarded
+
+    return wrap
+
+
+def _queue(name: str) -> str:
+    return OBSERVER.instruments.queue_name(name)
+
+
+def _handler(name: str) -> str:
+    return OBSERVER.instruments.handler_name(name)
+
+
+# -- producing -------------------------------------------------------------------------
+@_guarded("enqueue")
+def runs_enqueued(runs: Sequence[NewRun], results: Sequence[Enqueued]) -> None:
+    counter = OBSERVER.instruments.enqueued
+    for run, result in zip(runs, results, strict=False):
+        if result.created:
+            counter.labels(_queue(run.queue), _handler(run.handler)).inc()
+
+
+@_guarded("planner")
+def slots_planned(runs: Sequence[NewRun], now: datetime) -> None:
+    """The runs of one job the planner created (its advance was applied)."""
+    instruments = OBSERVER.instruments
+    instruments.slots_planned.inc(len(runs))
+    for run in runs:
+        instruments.enqueued.labels(_queue(run.queue), _handler(run.handler)).inc()
+        if run.slot_at is not None:
+            instruments.schedule_lag.observe(max((now - run.slot_at).total_seconds(), 0.0))
+
+
+# -- the worker's hot path (rota.observe.run_series) ---------------------------------------
+@_guarded("claim")
+def runs_claimed(batch: Sequence[ClaimedRun]) -> None:
+    if not batch:
+        return
+    instruments = OBSERVER.instruments
+    instruments.claim_batch.observe(len(batch))
+    for run in batch:
+        instruments.runs.claimed(run.queue, run.pickup_delay)
+
+
+@_guarded("release")
+def run_let_go(run: ClaimedRun) -> None:
+    """The worker no longer holds the run (finished, lost or handed back)."""
+    OBSERVER.instruments.runs.let_go(run.queue)
+
+
+@_guarded("finish")
+def run_finished(
+    run: ClaimedRun, outcome: Outcome, written: bool, seconds: float, worker_id: str
+) -> None:
+    """One attempt ended and its outcome was written (``written``) or refused by the
+    fence. Counted, timed, and told in one log line at info."""
+    if not written:
+        OBSERVER.instruments.stale_writes.inc()
+        return
+    OBSERVER.instruments.runs.finished(run.queue, run.handler, outcome.state.value, seconds)
+    run_log.info(
+        "run finished",
+        run_id=run.run_id,
+        job_id=run.job_id,
+        handler=run.handler,
+        queue=run.queue,
+        attempt=run.attempt,
+        fence=run.fence,
+        worker=worker_id,
+        duration_seconds=seconds,
+        outcome=outcome.state.value,
+    )
+
+
+@_guarded("leases")
+def lease_lost() -> None:
+    OBSERVER.instruments.leases_lost.inc()
+
+
+# -- the leader ---------------------------------------------------------------------------
+@_guarded("reaper")
+def runs_reclaimed(count: int) -> None:
+    OBSERVER.instruments.reclaimed.inc(count)
+
+
+@_guarded("leader")
+def leadership(node_id: str, term: int | None, changed: bool) -> None:
+    instruments = OBSERVER.instruments
+    instruments.leader.labels(node_id).set(1 if term is not None else 0)
+    instruments.leader_term.set(term or 0)
+    if changed:
+        instruments.leader_changes.inc()
+        if term is None:
+            OBSERVER.cluster.clear()
+
+
+async def publish_cluster_gauges(store: Store, clock: Clock) -> None:
+    """The leader's timer: read the cluster's counts once and keep them for scrapes.
+    A failed read clears the gauges (no stale numbers) and never fails the leader."""
+    if not OBSERVER.enabled:
+        return
+    try:
+        now = await store.now(clock.db_now())
+        queues = await store.live_queue_counts(now)
+        workers = await store.list_workers()
+    except Exception as exc:  # noqa: BLE001 - a metric must not cost the leader its duties
+        OBSERVER.cluster.clear()
+        OBSERVER.failed("cluster_gauges", exc)
+        return
+    OBSERVER.cluster.publish(queues, workers, now)
+
+
+# -- the database and HTTP ------------------------------------------------------------------
+@_guarded("database")
+def db_error(kind: str) -> None:
+    """``kind``: unavailable (could not reach it) or refused (it said no)."""
+    OBSERVER.instruments.db_errors.labels(kind).inc()
+
+
+@_guarded("database")
+def db_reconnected() -> None:
+    OBSERVER.instruments.db_reconnects.inc()
+
+
+@_guarded("http")
+def http_request(route: str, method: str, status: int, seconds: float) -> None:
+    instruments = OBSERVER.instruments
+    route = instruments.route_name(route)
+    instruments.http_requests.labels(route, method, str(status)).inc()
+    instruments.http_latency.labels(route, method).observe(seconds)

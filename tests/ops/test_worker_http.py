@@ -1,0 +1,218 @@
+"""`rota worker --http HOST:PORT`: /metrics, /health/live and /health/ready for a
+standalone worker; bad or taken addresses are a clear error and a non-zero exit."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+import rota
+from rota.domain.workers import WorkerState
+from rota.errors import InvalidArgument
+from rota.worker_http import AddressUnusable, HttpAddress, WorkerHttp, serving
+from tests.engine.conftest import working
+from tests.helpers import REPO, eventually, start_worker, stop_gracefully, wait_until
+
+TOKEN = "worker-scrape-token-0123456789-abcdefgh"
+
+
+async def test_health_and_metrics_beside_a_live_worker(make_app) -> None:
+    app = make_app()
+
+    @app.handler("wh-ok")
+    async def ok(ctx: rota.RunContext, payload: int) -> int:
+        return payload
+
+    http = WorkerHttp.open("127.0.0.1:0")
+    store = await app.store()
+    base = f"http://127.0.0.1:{http.port}"
+    async with (
+        httpx.AsyncClient(base_url=base, timeout=5) as client,
+        serving(http, store, "wh-node"),
+    ):
+        assert (await client.get("/health/live")).json() == {"status": "live"}
+        before = await client.get("/health/ready")
+        assert before.status_code == 503
+        assert "not registered" in before.json()["detail"]
+        async with working(app, node_id="wh-node"):
+
+            async def ready() -> bool:
+                return (await client.get("/health/ready")).status_code == 200
+
+            await eventually(ready, what="the worker to be ready")
+            await app.enqueue_async("wh-ok", 1)
+            scraped = await client.get("/metrics")
+            assert scraped.status_code == 200
+            assert "rota_runs_in_flight" in scraped.text
+            await store.set_worker_state("wh-node", WorkerState.DRAINING)
+            drained = await client.get("/health/ready")
+            assert drained.status_code == 503
+            assert "draining" in drained.json()["detail"]
+        assert (await client.post("/metrics")).status_code == 405
+        assert (await client.get("/nope")).status_code == 404
+
+
+async def test_the_scrape_token_guards_metrics_not_health(make_app) -> None:
+    app = make_app()
+    http = WorkerHttp.open("127.0.0.1:0", TOKEN)
+    async with (
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{http.port}", timeout=5) as client,
+        serving(http, await app.store(), "wh-node2"),
+    ):
+        assert (await client.get("/metrics")).status_code == 401
+        wrong = await client.get("/metrics", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        ok = await client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code == 200
+        assert (await client.get("/health/live")).status_code == 200
+
+
+@pytest.mark.parametrize("address", ["nonsense", "host:", ":80", "127.0.0.1:0x10", "h:70000"])
+def test_a_malformed_address_is_named(address: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        HttpAddress.parse(address)
+    assert "--http" in str(caught.value)
+    assert repr(address) in str(caught.value)
+
+
+def test_a_taken_port_is_named() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(AddressUnusable) as caught:
+            WorkerHttp.open(f"127.0.0.1:{port}")
+    assert f"127.0.0.1:{port}" in str(caught.value)
+
+
+@pytest.mark.slow
+def test_the_cli_refuses_a_taken_or_malformed_address(sqlite_url: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for address, expected in ((f"127.0.0.1:{port}", f"127.0.0.1:{port}"), ("x", "'x'")):
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "rota",
+                    "worker",
+                    "--app",
+                    "tests.apps.proc_app:app",
+                    "--db",
+                    sqlite_url,
+                    "--http",
+                    address,
+                ],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert done.returncode == 2, done.stderr
+            assert expected in done.stderr
+            assert "--http" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_worker_process_serves_metrics_and_health(db_url: str, tmp_path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = start_worker(
+        db_url,
+        "wh-proc",
+        tmp_path,
+        args=("--http", f"127.0.0.1:{port}"),
+        log_file=tmp_path / "worker.log",
+    )
+    try:
+
+        def ready() -> bool:
+            try:
+                return (
+                    httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=2).status_code == 200
+                )
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, timeout=30, what="the worker's /health/ready")
+        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+        assert scraped.status_code == 200
+        assert "rota_leader" in scraped.text
+    finally:
+        stop_gracefully(proc)
+    assert proc.returncode == 0, (tmp_path / "worker.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_worker_process_logs_each_finished_run_as_json(sqlite_url: str, tmp_path) -> None:
+    import json
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ROTA_TEST_MARKS": str(tmp_path)}
+    enqueued = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rota",
+            "enqueue",
+            "record",
+            '{"n": 1}',
+            "--app",
+            "tests.apps.proc_app:app",
+            "--db",
+            sqlite_url,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    run_id = int(enqueued.stdout.strip())
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rota",
+                "--log-json",
+                "worker",
+                "--app",
+                "tests.apps.proc_app:app",
+                "--db",
+                sqlite_url,
+                "--node-id",
+                "json-w",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
+    try:
+
+        def finished_line() -> dict[str, object] | None:
+            for line in log.read_text().splitlines():
+                if '"run finished"' in line:
+                    return dict(json.loads(line))
+            return None
+
+        entry = wait_until(finished_line, timeout=30, what="the run finished log line")
+    finally:
+        stop_gracefully(proc)
+    assert entry["run_id"] == run_id
+    assert entry["outcome"] == "succeeded"
+    assert entry["handler"] == "record"
+    assert entry["worker"] == "json-w"
+    assert entry["level"] == "info"
+    assert {"queue", "attempt", "fence", "duration_seconds", "job_id"} <= set(entry)
