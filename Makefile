@@ -32,7 +32,12 @@ run: install
 demo: install
 	$(BIN)/python -m rota.demo
 
-test: install
+# The dashboard's browser tests drive Debian's chromium (never a downloaded browser).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -q && apt-get install -y -q chromium
+
+test: install $(CHROMIUM)
 	$(BIN)/python -m pytest
 
 LINTED := src tests chaos $(wildcard bench)

@@ -83,3 +83,4 @@ def _banner(rota_app: App, settings: ApiSettings, host: str, port: int) -> None:
             f"{url}/api/v1/jobs[/]\n"
             f"  API document: {url}/openapi.json   (interactive: {url}/docs)"
         )
+    console.print(f"  dashboard:    [cyan]{url}/[/]   (sign in with a token or API key)")

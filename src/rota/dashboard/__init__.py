@@ -67,6 +67,20 @@ def mount(api: FastAPI, api_context: ApiContext, restarts: Restarts | None = Non
     return Dashboard(app, context)
 
 
+def context_of(api: FastAPI) -> DashboardContext:
+    """The dashboard mounted on ``api`` (tests and the bench reach its feed here)."""
+    for route in api.router.routes:
+        if isinstance(route, _DashboardMount):
+            return dashboard_context(route.app)
+    raise LookupError("no dashboard is mounted on this app")
+
+
+def dashboard_context(app: object) -> DashboardContext:
+    context = app.state.dashboard  # type: ignore[attr-defined]
+    assert isinstance(context, DashboardContext)
+    return context
+
+
 class _DashboardMount(Mount):
     """``/`` for everything but the API's paths, whose unknown paths and methods stay
     the API's own 404 and 405 problems."""

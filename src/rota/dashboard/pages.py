@@ -77,14 +77,6 @@ async def run(request: Request, run_id: str, session: Viewer) -> HTMLResponse:
     return page(request, "run.html", session, detail=detail, job=made_by, notice=notes, nav="runs")
 
 
-@router.get("/runs/{run_id}/logs", name="run_logs")
-async def run_logs(request: Request, run_id: str, session: Viewer) -> HTMLResponse:
-    """The log region alone: what a running run's page re-fetches every second."""
-    context = dashboard(request)
-    detail, _ = await reads.run_detail(await context.store(), session.principal, run_id_of(run_id))
-    return page(request, "run_logs.html", session, detail=detail)
-
-
 @router.get("/jobs", name="jobs")
 async def jobs(request: Request, session: Viewer) -> HTMLResponse:
     context = dashboard(request)
