@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
-from rota.store.port import LeaderInfo
+from rota.store.port import LeaderInfo, LeaderTerm
 from rota.store.postgres.base import PgBase, Q, _job, log
 from rota.store.rows import due_job_from_row, readable_jobs
 
@@ -123,3 +123,6 @@ class PgJobs(PgBase):
     async def leader(self) -> LeaderInfo | None:
         rows = await self._tuples("leader", {})
         return LeaderInfo(*rows[0]) if rows else None
+
+    async def leader_history(self, limit: int) -> list[LeaderTerm]:
+        return [LeaderTerm(*row) for row in await self._tuples("leader_history", {"limit": limit})]

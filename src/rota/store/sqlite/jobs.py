@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 
 from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
-from rota.store.port import LeaderInfo
+from rota.store.port import LeaderInfo, LeaderTerm
 from rota.store.rows import due_job_from_row, job_from_row, readable_jobs
 from rota.store.sqlite.base import Q, SqliteBase, _decoded, _ts
 
@@ -153,3 +153,7 @@ class SqliteJobs(SqliteBase):
             return None
         row = rows[0]
         return LeaderInfo(row["holder"], row["term"], row["acquired_at"], row["expires_at"])
+
+    async def leader_history(self, limit: int) -> list[LeaderTerm]:
+        rows = await self._rows("leader_history", {"limit": limit})
+        return [LeaderTerm(r["term"], r["holder"], r["acquired_at"]) for r in rows]

@@ -432,6 +432,9 @@ WHERE name = 'leader' AND holder = %(holder)s AND term = %(term)s;
 -- name: leader
 SELECT holder, term, acquired_at, expires_at FROM rota_leases WHERE name = 'leader';
 
+-- name: leader_history
+SELECT term, holder, acquired_at FROM rota_leader_terms ORDER BY term DESC LIMIT %(limit)s;
+
 -- name: set_limit
 INSERT INTO rota_limits (scope, name, max_running) VALUES (%(scope)s, %(name)s, %(max_running)s)
 ON CONFLICT (scope, name) DO UPDATE SET max_running = EXCLUDED.max_running;

@@ -290,6 +290,9 @@ WHERE name = 'leader' AND holder = :holder AND term = :term;
 -- name: leader
 SELECT holder, term, acquired_at, expires_at FROM rota_leases WHERE name = 'leader';
 
+-- name: leader_history
+SELECT term, holder, acquired_at FROM rota_leader_terms ORDER BY term DESC LIMIT :limit;
+
 -- name: set_limit
 INSERT INTO rota_limits (scope, name, max_running) VALUES (:scope, :name, :max_running)
 ON CONFLICT (scope, name) DO UPDATE SET max_running = excluded.max_running;
