@@ -250,3 +250,20 @@ async def test_another_namespace_is_never_shown(signed_in: SignedIn) -> None:
     assert (await client.get(f"/runs/{mine}")).status_code == 200
     assert f"#{mine}" in (await client.get("/runs")).text
     assert f"#{theirs}" not in (await client.get("/runs")).text
+
+
+async def test_the_leader_page_shows_when_leadership_changed_hands(
+    signed_in: SignedIn, rota_app: object
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    client = await signed_in(VIEWER)
+    store = await rota_app.store()  # type: ignore[attr-defined]
+    start = datetime.now(UTC) - timedelta(minutes=10)
+    assert await store.acquire_leadership("node-a", None, 5, start) == 1
+    assert await store.acquire_leadership("node-b", None, 5, start + timedelta(minutes=1)) == 2
+    text = (await client.get("/leader")).text
+    rows = text.split('id="h-terms"')[1]
+    assert rows.index("node-b") < rows.index("node-a")  # newest first
+    assert "<td>2</td><td>node-b</td>" in rows
+    assert "<td>1</td><td>node-a</td>" in rows

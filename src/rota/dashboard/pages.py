@@ -112,5 +112,5 @@ async def limits(request: Request, session: Viewer) -> HTMLResponse:
 @router.get("/leader", name="leader")
 async def leader(request: Request, session: Viewer) -> HTMLResponse:
     context = dashboard(request)
-    info = await reads.leader(await context.store())
-    return page(request, "leader.html", session, leader=info, nav="leader")
+    info, terms = await reads.leader(await context.store())
+    return page(request, "leader.html", session, leader=info, terms=terms, nav="leader")

@@ -22,7 +22,7 @@ from rota.domain.stats import FinishedCount, QueueCount
 from rota.domain.triggers import fire_times
 from rota.domain.workers import WorkerInfo
 from rota.errors import JobNotFound
-from rota.store.port import LeaderInfo, Store
+from rota.store.port import LeaderInfo, LeaderTerm, Store
 
 WINDOW = timedelta(hours=1)
 BUCKET_SECONDS = 300  # twelve bars in the overview's hour
@@ -33,6 +33,7 @@ LIVE_STATES = (RunState.PENDING, RunState.RETRYING, RunState.CLAIMED, RunState.R
 PICKUP_SAMPLE = 200  # newest runs whose pickup delay the overview summarises
 NEXT_FIRES = 10
 JOB_RUNS = 20
+LEADER_TERMS = 50
 
 
 def visible_namespaces(principal: Principal, asked: str | None) -> tuple[str, ...] | None:
@@ -238,8 +239,9 @@ async def limits(store: Store) -> list[Limit]:
     return await store.list_limits()
 
 
-async def leader(store: Store) -> LeaderInfo | None:
-    return await store.leader()
+async def leader(store: Store) -> tuple[LeaderInfo | None, list[LeaderTerm]]:
+    """Who leads now, and the newest terms (when leadership changed hands)."""
+    return await store.leader(), await store.leader_history(LEADER_TERMS)
 
 
 # -- the change feed -----------------------------------------------------------------
