@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run demo test lint format bench chaos install clean
+.PHONY: run demo test lint format bench chaos install clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ $(CHROMIUM):
 
 test: install $(CHROMIUM)
 	$(BIN)/python -m pytest
+
+# A screenshot of each dashboard page, from a seeded demo database, into docs/dashboard/.
+screenshots: install $(CHROMIUM)
+	$(BIN)/python -m tests.dashboard.screenshots docs/dashboard
 
 LINTED := src tests chaos $(wildcard bench)
 
