@@ -267,3 +267,26 @@ async def test_the_leader_page_shows_when_leadership_changed_hands(
     assert rows.index("node-b") < rows.index("node-a")  # newest first
     assert "<td>2</td><td>node-b</td>" in rows
     assert "<td>1</td><td>node-a</td>" in rows
+
+
+async def test_editing_a_schedule(signed_in: SignedIn) -> None:
+    client = await signed_in(OPERATOR)
+    await _enqueue(client)
+    page = await client.get("/jobs/default/nightly-default")
+    csrf = csrf_of(page)
+    form = {"csrf": csrf, "cron": "0 9 * * 1", "timezone": "Europe/Paris", "misfire": "skip"}
+    saved = await client.post("/jobs/default/nightly-default", data=form)
+    assert saved.status_code == 303
+    job = (await client.get("/api/v1/jobs/nightly-default", headers=bearer(token()))).json()
+    assert (job["cron"], job["timezone"], job["misfire"]) == ("0 9 * * 1", "Europe/Paris", "skip")
+    bad = await client.post(
+        "/jobs/default/nightly-default", data={"csrf": csrf, "cron": "61 * * * *"}
+    )
+    assert bad.status_code == 400
+    assert "cron" in bad.text
+    zone = await client.post(
+        "/jobs/default/nightly-default", data={"csrf": csrf, "timezone": "Mars/Olympus"}
+    )
+    assert zone.status_code == 400
+    entries = [e for e in await _audit(client) if e["action"] == "update_job"]
+    assert [e["outcome"] for e in entries] == ["rejected", "rejected", "ok"]

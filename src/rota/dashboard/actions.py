@@ -4,7 +4,7 @@ case, and audited under its twin's name (the route names below are the API's).""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -15,6 +15,7 @@ from rota.dashboard.pages import run_id_of
 from rota.dashboard.sessions import Session
 from rota.dashboard.web import back_to, checked_form, dashboard, local_path, require, viewer
 from rota.domain.access import Scope
+from rota.domain.jobs import TriggerKind
 from rota.errors import InvalidArgument, InvalidTransition, JobNotFound, RunNotFound
 
 router = APIRouter()
@@ -132,6 +133,67 @@ async def trigger_job(request: Request, namespace: str, name: str, session: View
         registry=context.api.rota_app.registry,
     )
     return back_to(f"/runs/{run_id}", "triggered")
+
+
+# The fields the job form edits; the rest of the definition is kept as it is.
+EDITABLE = (
+    "cron",
+    "interval_seconds",
+    "timezone",
+    "misfire",
+    "overlap",
+    "priority",
+    "max_attempts",
+)
+
+
+def job_changes(fields: dict[str, list[str]]) -> dict[str, Any]:
+    """The form's values as JobSpec changes: a blank field is left as it was; a cron
+    expression or an interval makes that the trigger (JobSpec validates the rest)."""
+    given = {name: fields.get(name, [""])[0].strip() for name in EDITABLE}
+    changes: dict[str, Any] = {}
+    if given["cron"] and given["interval_seconds"]:
+        raise InvalidArgument("cron", given["cron"], "a cron expression or an interval, not both")
+    if given["cron"]:
+        changes.update(kind=TriggerKind.CRON, cron=given["cron"], interval_seconds=None, at=None)
+    elif given["interval_seconds"]:
+        changes.update(
+            kind=TriggerKind.INTERVAL,
+            interval_seconds=_number("interval_seconds", given["interval_seconds"], float),
+            cron=None,
+            at=None,
+            anchor=None,
+        )
+    for name in ("timezone", "misfire", "overlap"):
+        if given[name]:
+            changes[name] = given[name]
+    for name in ("priority", "max_attempts"):
+        if given[name]:
+            changes[name] = _number(name, given[name], int)
+    return changes
+
+
+def _number(name: str, text: str, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(text[:30])
+    except ValueError:
+        raise InvalidArgument(name, text[:30], f"a number ({kind.__name__})") from None
+
+
+@router.post("/jobs/{namespace}/{name}", name="update_job")
+async def update_job(request: Request, namespace: str, name: str, session: Viewer) -> Response:
+    audit_target(request, f"job {namespace[:100]}/{name[:100]}", namespace[:100])
+    fields = await checked_form(request, session)
+    require(session.principal, Scope.MANAGE)
+    if not session.principal.can_see(namespace):
+        raise JobNotFound(namespace, name)
+    context = dashboard(request)
+    changes = job_changes(fields)
+    if changes:
+        await schedules.update_job(
+            await context.store(), context.api.clock, namespace, name, **changes
+        )
+    return back_to(f"/jobs/{namespace}/{name}", "job-saved")
 
 
 async def _worker(request: Request, session: Session, node_id: str, drain: bool) -> Response:
