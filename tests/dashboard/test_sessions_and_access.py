@@ -214,13 +214,15 @@ async def test_bulk_cancel_and_requeue(signed_in: SignedIn) -> None:
 
 async def test_unknown_ids_are_a_404_page(signed_in: SignedIn) -> None:
     client = await signed_in()
-    unknown = ("/runs/424242", "/runs/abc", "/runs/99999999999999999999", "/jobs/default/no", "/x")
+    unknown = ("/runs/424242", "/runs/abc", "/runs/99999999999999999999", "/jobs/x/no", "/runs/1/x")
     for path in unknown:
         answer = await client.get(path)
         assert answer.status_code == 404, path
         assert answer.headers["content-type"].startswith("text/html"), path
         assert "Not found" in answer.text, path
-    assert (await client.get("/api/v1/nope")).headers["content-type"] == "application/problem+json"
+    for api_path in ("/api/v1/nope", "/nowhere"):  # not the dashboard's: the API's problems
+        answer = await client.get(api_path)
+        assert answer.headers["content-type"] == "application/problem+json", api_path
 
 
 async def test_malformed_filters_give_a_message_not_a_500(signed_in: SignedIn) -> None:

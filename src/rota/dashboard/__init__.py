@@ -28,7 +28,11 @@ from rota.errors import RotaError
 from rota.supervise import Restarts
 
 FEED_INTERVAL_SECONDS = 0.5  # a change shows on open pages within about a second
-API_PREFIXES = ("/api/", "/dev/", "/health", "/docs", "/openapi.json", "/redoc")
+# The first path segments the dashboard answers (and "/"); every other path stays the
+# API's, including routes added to the app after the dashboard was mounted.
+SECTIONS = frozenset(
+    {"signin", "signout", "events", "static", "runs", "dlq", "jobs", "workers", "limits", "leader"}
+)
 log = structlog.get_logger("rota.dashboard")
 
 
@@ -82,14 +86,17 @@ def dashboard_context(app: object) -> DashboardContext:
 
 
 class _DashboardMount(Mount):
-    """``/`` for everything but the API's paths, whose unknown paths and methods stay
-    the API's own 404 and 405 problems."""
+    """``/`` and the dashboard's sections only: the API's paths, its unknown paths and
+    methods (404/405 problems) and routes added later all stay the API's."""
 
     def __init__(self, app: FastAPI) -> None:
         super().__init__("/", app=app, name="dashboard")
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] == "http" and str(scope["path"]).startswith(API_PREFIXES):
+        if scope["type"] != "http":
+            return Match.NONE, {}
+        section = str(scope["path"]).lstrip("/").split("/", 1)[0]
+        if section and section not in SECTIONS:
             return Match.NONE, {}
         return super().matches(scope)
 
