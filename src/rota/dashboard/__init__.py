@@ -49,9 +49,10 @@ class Dashboard:
 def mount(api: FastAPI, api_context: ApiContext, restarts: Restarts | None = None) -> Dashboard:
     """Serve the dashboard from ``api`` under ``/`` (after every API route)."""
     store_of = api_context.store
+    counts = reads.ClusterCounts(store_of, api_context.clock)
 
     async def signature() -> object:
-        return await reads.change_signature(await store_of(), api_context.clock)
+        return await reads.change_signature(await store_of(), api_context.clock, counts)
 
     context = DashboardContext(
         api=api_context,
@@ -59,6 +60,7 @@ def mount(api: FastAPI, api_context: ApiContext, restarts: Restarts | None = Non
         signed_out=SignedOut(),
         feed=ChangeFeed(signature, FEED_INTERVAL_SECONDS, restarts or Restarts()),
         templates=environment(),
+        counts=counts,
     )
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.dashboard = context

@@ -27,7 +27,9 @@ def _notice(request: Request) -> str | None:
 @router.get("/", name="overview")
 async def overview(request: Request, session: Viewer) -> HTMLResponse:
     context = dashboard(request)
-    data = await reads.overview(await context.store(), context.api.clock, session.principal)
+    data = await reads.overview(
+        await context.store(), context.api.clock, session.principal, context.counts
+    )
     return page(request, "overview.html", session, data=data, nav="overview")
 
 
@@ -96,7 +98,9 @@ async def job(request: Request, namespace: str, name: str, session: Viewer) -> H
 @router.get("/workers", name="workers")
 async def workers(request: Request, session: Viewer) -> HTMLResponse:
     context = dashboard(request)
-    rows = await reads.workers(await context.store(), context.api.clock, session.principal)
+    rows = await reads.workers(
+        await context.store(), context.api.clock, session.principal, context.counts
+    )
     return page(request, "workers.html", session, rows=rows, notice=_notice(request), nav="workers")
 
 

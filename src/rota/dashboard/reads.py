@@ -6,12 +6,13 @@ one to point at them."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rota import schedules, services
 from rota.clock import Clock
+from rota.dashboard.shared import Shared
 from rota.domain.access import Principal
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
@@ -25,6 +26,8 @@ from rota.errors import JobNotFound
 from rota.store.port import LeaderInfo, LeaderTerm, Store
 
 WINDOW = timedelta(hours=1)
+LIVE_FRESH_SECONDS = 0.5  # the change feed's interval: pages see what the feed saw
+HOUR_FRESH_SECONDS = 5.0  # the hour's chart moves in 5-minute bars
 BUCKET_SECONDS = 300  # twelve bars in the overview's hour
 FAILED_STATES = frozenset(
     {RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED, RunState.CANCELLED}
@@ -76,15 +79,33 @@ class Overview:
     leader: LeaderInfo | None
 
 
-async def overview(store: Store, clock: Clock, principal: Principal) -> Overview:
+class ClusterCounts:
+    """The cluster-wide counts, read for every namespace and shared by every request of
+    the process (then narrowed per viewer): the live counts at most every
+    LIVE_FRESH_SECONDS (the change feed reads them too), the hour's finished counts at
+    most every HOUR_FRESH_SECONDS. Both are aggregates over every live run and over the
+    hour's finished runs, the dearest reads the dashboard makes on a big table."""
+
+    def __init__(self, store_of: Callable[[], Awaitable[Store]], clock: Clock) -> None:
+        async def live() -> list[QueueCount]:
+            return await (await store_of()).live_queue_counts(clock.db_now())
+
+        async def hour() -> list[FinishedCount]:
+            store = await store_of()
+            since = await store.now(clock.db_now()) - WINDOW
+            return await store.finished_counts(since, BUCKET_SECONDS)
+
+        self.live = Shared(live, LIVE_FRESH_SECONDS, clock.monotonic)
+        self.hour = Shared(hour, HOUR_FRESH_SECONDS, clock.monotonic)
+
+
+async def overview(
+    store: Store, clock: Clock, principal: Principal, counts: ClusterCounts
+) -> Overview:
     now = await store.now(clock.db_now())
-    live = [c for c in await store.live_queue_counts(now) if principal.can_see(c.namespace)]
+    live = [c for c in await counts.live.get() if principal.can_see(c.namespace)]
     since = now - WINDOW
-    finished = [
-        c
-        for c in await store.finished_counts(since, BUCKET_SECONDS)
-        if principal.can_see(c.namespace)
-    ]
+    finished = [c for c in await counts.hour.get() if principal.can_see(c.namespace)]
     buckets = _buckets(finished, since, now)
     total = sum(b.succeeded + b.failed for b in buckets)
     failed = sum(b.failed for b in buckets)
@@ -214,16 +235,27 @@ class WorkerRow:
     running: list[Run]
 
 
-async def workers(store: Store, clock: Clock, principal: Principal) -> list[WorkerRow]:
+async def workers(
+    store: Store, clock: Clock, principal: Principal, counts: ClusterCounts
+) -> list[WorkerRow]:
     """Every worker (the cluster is everyone's to see, as in the API) with the runs it
-    holds that the viewer may see."""
+    holds that the viewer may see. The held runs are searched only when the live counts
+    say some are held: a search for none scans far on a big table."""
     now = await store.now(clock.db_now())
-    held = await store.search_runs(
-        RunSearch(
-            namespaces=visible_namespaces(principal, None),
-            states=(RunState.CLAIMED, RunState.RUNNING),
-            limit=services.MAX_PAGE,
+    holding = any(
+        c.state.is_active and c.count and principal.can_see(c.namespace)
+        for c in await counts.live.get()
+    )
+    held = (
+        await store.search_runs(
+            RunSearch(
+                namespaces=visible_namespaces(principal, None),
+                states=(RunState.CLAIMED, RunState.RUNNING),
+                limit=services.MAX_PAGE,
+            )
         )
+        if holding
+        else []
     )
     by_worker: dict[str, list[Run]] = defaultdict(list)
     for run in held:
@@ -245,11 +277,12 @@ async def leader(store: Store) -> tuple[LeaderInfo | None, list[LeaderTerm]]:
 
 
 # -- the change feed -----------------------------------------------------------------
-async def change_signature(store: Store, clock: Clock) -> Hashable:
+async def change_signature(store: Store, clock: Clock, counts: ClusterCounts) -> Hashable:
     """A value that changes whenever a run is enqueued, starts, fails or finishes: the
     live counts (index-only) and the counts of runs finished in the last two minutes.
-    Two queries, made once per interval by the one change feed of the process."""
-    live = await store.live_queue_counts(clock.db_now())
+    Two queries, made once per interval by the one change feed of the process (the live
+    counts it reads are the ones the pages then show)."""
+    live = await counts.live.get(fresh=0.0)
     now = clock.now()
     since = now - timedelta(seconds=now.timestamp() % 60 + 60)
     done = await store.finished_counts(since, 60)

@@ -15,6 +15,7 @@ from rota.api.auth import CLUSTER_ADMIN_GUARD, GUARDS
 from rota.api.context import ApiContext
 from rota.api.problems import ProblemException
 from rota.dashboard.feed import ChangeFeed
+from rota.dashboard.reads import ClusterCounts
 from rota.dashboard.sessions import COOKIE, Session, SignedOut, decode
 from rota.domain.access import Principal, Scope
 from rota.store.port import Store
@@ -35,6 +36,7 @@ class DashboardContext:
     signed_out: SignedOut
     feed: ChangeFeed
     templates: Environment
+    counts: ClusterCounts
 
     async def store(self) -> Store:
         return await self.api.store()
