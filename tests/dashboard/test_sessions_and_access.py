@@ -292,3 +292,27 @@ async def test_editing_a_schedule(signed_in: SignedIn) -> None:
     assert zone.status_code == 400
     entries = [e for e in await _audit(client) if e["action"] == "update_job"]
     assert [e["outcome"] for e in entries] == ["rejected", "rejected", "ok"]
+
+
+async def test_limits_are_edited_by_a_cluster_admin_only(signed_in: SignedIn) -> None:
+    client = await signed_in(ADMIN)
+    csrf = csrf_of(await client.get("/limits"))
+    saved = await client.post(
+        "/limits", data={"csrf": csrf, "scope": "queue", "name": "etl", "max_running": "3"}
+    )
+    assert saved.headers["location"] == "/limits?notice=limit-set"
+    assert "etl" in (await client.get("/limits")).text
+    bad = await client.post(
+        "/limits", data={"csrf": csrf, "scope": "planet", "name": "x", "max_running": "3"}
+    )
+    assert bad.status_code == 400
+    assert "limit scope" in bad.text
+    team = await sign_in(client, token(ADMIN, ("team-a",)))  # an admin of one namespace
+    assert team.status_code == 303
+    page = await client.get("/limits")
+    assert "Save limit" not in page.text
+    refused = await client.post(
+        "/limits/clear", data={"csrf": csrf_of(page), "scope": "queue", "name": "etl"}
+    )
+    assert refused.status_code == 403
+    assert "acts on the whole cluster" in refused.text
