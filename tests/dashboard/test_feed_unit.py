@@ -27,7 +27,8 @@ async def test_a_reconnecting_page_catches_up_and_the_poller_stops() -> None:
     assert seen == feed.event_id
     signature[0] = 1
     changed = await _next(first)
-    assert changed is not None and changed != seen
+    assert changed is not None
+    assert changed != seen
     await first.aclose()
     await eventually(lambda: _true(feed.listeners == 0), what="the listener to leave")
     # Reconnecting with the id before the change: told at once, no waiting for another.
