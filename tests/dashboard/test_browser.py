@@ -237,7 +237,10 @@ def test_usable_on_a_phone(browser: Browser, server: Server) -> None:
     phone = browser.new_context(base_url=server.url, viewport={"width": 390, "height": 844})
     try:
         page = sign_in(phone, server)
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 390 + 1, f"the runs page scrolls sideways on a phone ({width} px)"
+        wide = {}
+        for path in PAGES[:-1]:  # wide tables scroll inside themselves, not the page
+            page.goto(path)
+            wide[path] = page.evaluate("document.documentElement.scrollWidth")
+        assert {path: px for path, px in wide.items() if px > 390} == {}
     finally:
         phone.close()

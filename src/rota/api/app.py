@@ -88,7 +88,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         api.include_router(router)
     if settings.dev_tokens:
         api.include_router(public.dev_router)
-    ui = dashboard.mount(api, context)  # last: it serves what no API route does
+    ui = dashboard.mount(api, context)  # "/" and its own sections; the rest stays the API's
     api.add_middleware(AuditMiddleware, context=context)
     api.add_middleware(EdgeMiddleware, body_limit_bytes=settings.body_limit_bytes)
     api.openapi = lambda: _openapi(api)  # type: ignore[method-assign]
