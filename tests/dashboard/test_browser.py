@@ -8,8 +8,10 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -244,3 +246,27 @@ def test_usable_on_a_phone(browser: Browser, server: Server) -> None:
         assert {path: px for path, px in wide.items() if px > 390} == {}
     finally:
         phone.close()
+
+
+def test_an_open_page_does_not_hold_up_a_stopping_server(tmp_path: Path) -> None:
+    """uvicorn waits for open responses when it stops; the event stream is ended first,
+    so the stop does not run into the graceful-shutdown timeout."""
+    log = tmp_path / "server.log"
+    with rota_server(f"sqlite:///{tmp_path}/rota.db", log) as server:
+        session = httpx.Client(base_url=server.url, timeout=30)
+        page = session.get("/signin")
+        signin = re.search(r'name="signin_token" value="([^"]+)"', page.text)
+        assert signin is not None
+        session.post(
+            "/signin",
+            data={"credential": server.token(), "signin_token": signin.group(1), "next": "/"},
+        )
+        stream = session.stream("GET", "/events")
+        answer = stream.__enter__()
+        assert answer.status_code == 200
+    # rota_server has stopped the process (SIGTERM, then waited); the stream ended.
+    text = log.read_text()
+    assert "Application shutdown complete" in text
+    assert "timeout graceful shutdown exceeded" not in text
+    stream.__exit__(None, None, None)
+    session.close()

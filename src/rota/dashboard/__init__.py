@@ -41,6 +41,10 @@ class Dashboard:
     app: FastAPI
     context: DashboardContext
 
+    def close_streams(self) -> None:
+        """End the open event streams, so a stopping server is not held up by them."""
+        self.context.feed.close_streams()
+
     async def aclose(self) -> None:
         """Stop the change feed's poller (the server's lifespan calls this)."""
         await self.context.feed.aclose()
@@ -74,11 +78,17 @@ def mount(api: FastAPI, api_context: ApiContext, restarts: Restarts | None = Non
 
 
 def context_of(api: FastAPI) -> DashboardContext:
-    """The dashboard mounted on ``api`` (tests and the bench reach its feed here)."""
+    """The dashboard mounted on ``api`` (the server and tests reach its feed here)."""
     for route in api.router.routes:
         if isinstance(route, _DashboardMount):
             return dashboard_context(route.app)
     raise LookupError("no dashboard is mounted on this app")
+
+
+def close_streams(api: FastAPI) -> None:
+    """End the dashboard's open event streams (``rota server`` calls this when it
+    starts shutting down, before it waits for open responses to finish)."""
+    context_of(api).feed.close_streams()
 
 
 def dashboard_context(app: object) -> DashboardContext:

@@ -45,6 +45,7 @@ class ChangeFeed:
         self._task: asyncio.Task[None] | None = None
         self.reads = 0  # signature reads made (what the fan-out test counts)
         self._backoff = 0.0  # added to the interval while a reading is dear
+        self._closing = False
 
     @property
     def event_id(self) -> str:
@@ -63,7 +64,7 @@ class ChangeFeed:
         self._start()
         try:
             seen = last_event_id or self.event_id
-            while True:
+            while not self._closing:
                 if seen != self.event_id:
                     seen = self.event_id
                     yield seen
@@ -72,10 +73,18 @@ class ChangeFeed:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(keepalive):
                         await changed.wait()
-                if seen == self.event_id:
+                if seen == self.event_id and not self._closing:
                     yield None
         finally:
             self._listeners -= 1
+
+    def close_streams(self) -> None:
+        """End every listener's stream (the server is shutting down: it waits for open
+        responses, and an event stream never ends by itself). Browsers reconnect to
+        whichever server answers next and catch up from their Last-Event-ID."""
+        self._closing = True
+        woken, self._changed = self._changed, asyncio.Event()
+        woken.set()
 
     async def aclose(self) -> None:
         await cancel_and_wait(self._task, CANCEL_WAIT_SECONDS, TASK)
