@@ -270,3 +270,19 @@ def test_an_open_page_does_not_hold_up_a_stopping_server(tmp_path: Path) -> None
     assert "timeout graceful shutdown exceeded" not in text
     stream.__exit__(None, None, None)
     session.close()
+
+
+def test_keyboard_only(context: BrowserContext, server: Server) -> None:
+    """The first Tab reaches the skip link, and its target is the page's content; the
+    sign-in form is usable without a mouse."""
+    page = context.new_page()
+    page.goto("/signin")
+    page.keyboard.press("Tab")
+    skip = page.get_by_role("link", name="Skip to content")
+    expect(skip).to_be_focused()
+    page.keyboard.press("Enter")  # past the header, into the content
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("Token or API key")).to_be_focused()
+    page.keyboard.type(server.token())
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
