@@ -27,6 +27,7 @@ SCENARIOS = (
     "sustain",
     "cron",
     "api",
+    "dashboard",
 )
 
 

@@ -7,7 +7,7 @@ For each store (PostgreSQL, SQLite): the (h) scenario's loaded database and
 form, then WARMUP uncounted and ``--requests`` counted sequential GETs of each page on
 one keep-alive client. The time is the client's, on loopback: the server's render plus
 the hop, with client, server and database on the same 2 CPUs. Prints a Markdown table
-(docs/benchmarks.md, section (i)).
+(docs/benchmarks.md, section (i)); ``make bench`` runs it as scenario ``dashboard``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from bench import api_load, pg, rota_runner
 from bench.api import LOAD_TIMEOUT_S, _loaded_store, _ms_summary, rota_server
 from bench.config import BenchConfig
 from bench.procs import ScenarioFailed
-from bench.results import run_async
+from bench.results import Results, run_async
 
 WARMUP = 10
 PAGES = (
@@ -105,32 +105,79 @@ def measure_pages(base: str, token: str, requests: int) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.dashboard")
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--requests", type=int, default=200)
-    args = parser.parse_args(argv)
-    cfg = BenchConfig(api_rows=args.rows)
+PAGE_REQUESTS = 100  # per page; a fifth of (h)'s, there are ten pages
+
+
+def dashboard_on(cfg: BenchConfig, results: Results, store: str) -> None:
+    system = f"rota server ({store})"
+    variant = f"{cfg.api_rows:,} runs"
+    requests = max(10, cfg.api_requests // 5)
+
+    def measure() -> dict[str, Any]:
+        started = time.monotonic()
+        loaded = _postgres(cfg) if store == "PostgreSQL" else _loaded_store(cfg, store)
+        with loaded as url:
+            load_s = time.monotonic() - started
+            log = Path(tempfile.gettempdir()) / "rota-bench" / f"dashboard-{store}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with rota_server(url, log) as (base, token):
+                pages = measure_pages(base, token, requests)
+        return {"load_s": round(load_s, 1), "pages": pages}
+
+    outcome = results.attempt("dashboard", system, variant, measure)
+    if outcome is not None:
+        worst_p99 = max(v["p99_ms"] for v in outcome["pages"].values())
+        results.add("dashboard", system, variant, worst_p99, rows=cfg.api_rows, **outcome)
+
+
+def dashboard(cfg: BenchConfig, results: Results) -> None:
+    """(i): each store in turn (`make bench`, or ``python -m bench.dashboard`` alone)."""
+    for store in ("PostgreSQL", "SQLite"):
+        dashboard_on(cfg, results, store)
+
+
+def dashboard_lines(results: Results) -> list[str]:
+    """Section (i) of docs/benchmarks.md."""
+    records = [r for r in results.records if r["scenario"] == "dashboard"]
+    if not records:
+        return ["(not measured in this run)"]
     lines = [
         "| store | runs in table | page | requests | p50 ms | p99 ms | max ms |",
         "|---|---:|---|---:|---:|---:|---:|",
     ]
-    for store in ("PostgreSQL", "SQLite"):
-        started = time.monotonic()
-        loaded = _postgres(cfg) if store == "PostgreSQL" else _loaded_store(cfg, store)
-        with loaded as url:
-            print(f"{store}: loaded {args.rows:,} runs in {time.monotonic() - started:.1f} s")
-            log = Path(tempfile.gettempdir()) / "rota-bench" / f"dashboard-{store}.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with rota_server(url, log) as (base, token):
-                pages = measure_pages(base, token, args.requests)
-        for page, summary in pages.items():
+    for r in records:
+        for page, m in r["pages"].items():
             lines.append(
-                f"| rota server ({store}) | {args.rows:,} | `GET {page}` | "
-                f"{summary['requests']} | {summary['p50_ms']:.2f} | {summary['p99_ms']:.2f} | "
-                f"{summary['max_ms']:.2f} |"
+                f"| {r['system']} | {r['rows']:,} | `GET {page}` | {m['requests']:,} "
+                f"| {m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {m['max_ms']:.2f} |"
             )
-    print("\n".join(lines))
+    load_times = ", ".join(f"{r['load_s']:g} s" for r in records)
+    lines += [
+        "",
+        "Setup: the (h) table (loaded by direct SQL, one run every 50 ms back from now, so "
+        f"72,000 finished in the last hour at 1,000,000 runs; load took {load_times}), "
+        "`rota server --no-worker --no-leader` as its own process, a session made "
+        f"through the sign-in form, {WARMUP} uncounted warm-up requests per page, then "
+        "sequential GETs on one keep-alive client. Times are the client's on loopback "
+        "(the server's render plus the hop); client, server and database share the 2 "
+        "CPUs. The overview's cluster counts are one read shared by every request of the "
+        "process (live counts at most every 0.5 s, the hour's finished counts every 5 s): "
+        "its **max** is a request that made that read itself.",
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.dashboard")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--requests", type=int, default=PAGE_REQUESTS)
+    args = parser.parse_args(argv)
+    cfg = BenchConfig(api_rows=args.rows, api_requests=args.requests * 5)
+    results = Results(meta={})
+    dashboard(cfg, results)
+    for failure in results.failures:
+        print(f"FAILED: {failure}")
+    print("\n".join(dashboard_lines(results)))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from typing import Any
 
 from bench import report_issues
 from bench.chart import Bar, write_chart
+from bench.dashboard import dashboard_lines
 from bench.results import Results, Summary
 
 SYSTEMS = ("rota", "PgQueuer", "Procrastinate")
@@ -396,6 +397,10 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "## (h) Issue 5: the HTTP API",
         "",
         *report_issues.api_lines(results),
+        "",
+        "## (i) Issue 12: the dashboard's pages",
+        "",
+        *dashboard_lines(results),
         "",
         "## What bounds it",
         "",

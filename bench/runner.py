@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from bench import api, cron, latency, limited, machine, pg, profiling, scenarios, sustain
+from bench import dashboard as dashboard_pages
 from bench.config import BenchConfig
 from bench.report import write_report
 from bench.results import Results, say
@@ -70,6 +71,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         cron.cron_schedules(cfg, results, worker)
     if "api" in only:
         api.api(cfg, results)
+    if "dashboard" in only:
+        dashboard_pages.dashboard(cfg, results)
 
 
 def run(args: argparse.Namespace, command: str, source: str, all_scenarios: tuple[str, ...]) -> int:
