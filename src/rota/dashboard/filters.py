@@ -9,6 +9,7 @@ from datetime import datetime
 
 from starlette.datastructures import QueryParams
 
+from rota.dashboard.reads import visible_namespaces
 from rota.domain.access import Principal
 from rota.domain.runs import check_name
 from rota.domain.search import RunSearch
@@ -50,12 +51,8 @@ def parse(
     created_before = _instant(filters, "created_before", values.get("created_before"))
     before = _id(filters, "before", values.get("before"))
     namespace = text["namespace"]
-    if namespace is not None:
-        namespaces: tuple[str, ...] | None = (namespace,) if principal.can_see(namespace) else ()
-    else:
-        namespaces = None if principal.namespaces is None else tuple(sorted(principal.namespaces))
     filters.search = RunSearch(
-        namespaces=namespaces,
+        namespaces=visible_namespaces(principal, namespace),
         states=states,
         handler=text["handler"],
         queue=text["queue"],
