@@ -25,13 +25,38 @@
     });
   }
 
+  // A busy cluster changes every feed interval: a page refreshes at most once a
+  // second, and a tab in the background not at all until it is looked at again (a
+  // hundred open tabs must not mean a hundred renders per change).
+  var lastRefresh = 0;
+  var timer = null;
+  var missed = false;
+
+  function refreshSoon() {
+    if (document.hidden) { missed = true; return; }
+    if (timer) { return; }
+    var wait = Math.max(0, lastRefresh + 1000 - Date.now());
+    timer = window.setTimeout(function () {
+      timer = null;
+      lastRefresh = Date.now();
+      refreshLive();
+    }, wait);
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && missed) {
+      missed = false;
+      refreshSoon();
+    }
+  });
+
   function listen() {
     var url = document.body.dataset.feed;
     if (!url || !window.EventSource) { return; }
     // The browser reconnects by itself, sending Last-Event-ID; the server answers
     // with a change at once if the page missed one.
     var source = new EventSource(url);
-    source.addEventListener("change", refreshLive);
+    source.addEventListener("change", refreshSoon);
     window.addEventListener("pagehide", function () { source.close(); });
   }
 
