@@ -117,4 +117,12 @@ async def limits(request: Request, session: Viewer) -> HTMLResponse:
 async def leader(request: Request, session: Viewer) -> HTMLResponse:
     context = dashboard(request)
     info, terms = await reads.leader(await context.store())
-    return page(request, "leader.html", session, leader=info, terms=terms, nav="leader")
+    return page(
+        request,
+        "leader.html",
+        session,
+        leader=info,
+        terms=terms,
+        shown=reads.LEADER_TERMS,
+        nav="leader",
+    )
