@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run demo test lint format bench chaos install clean openapi tools
+.PHONY: run demo test lint format bench chaos install clean openapi tools screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,12 @@ run: install
 demo: install
 	$(BIN)/python -m rota.demo
 
-test: install tools
+# The dashboard's browser tests drive Debian's chromium (never a downloaded browser).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -q && apt-get install -y -q chromium
+
+test: install tools $(CHROMIUM)
 	$(BIN)/python -m pytest
 
 # The committed OpenAPI document (docs/openapi.json) and the TypeScript client's types
@@ -47,6 +52,10 @@ tools:
 	@command -v promtool >/dev/null 2>&1 || apt-get install -y -qq prometheus >/dev/null 2>&1 \
 		|| { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null 2>&1; } \
 		|| echo "promtool: cannot be installed here; the alert rules check will be SKIPPED"
+
+# A screenshot of each dashboard page, from a seeded demo database, into docs/dashboard/.
+screenshots: install $(CHROMIUM)
+	$(BIN)/python -m tests.dashboard.screenshots docs/dashboard
 
 LINTED := src tests chaos $(wildcard bench)
 

@@ -28,6 +28,7 @@ SCENARIOS = (
     "cron",
     "api",
     "metrics",
+    "dashboard",
 )
 
 

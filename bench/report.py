@@ -12,6 +12,7 @@ from typing import Any
 
 from bench import report_issues
 from bench.chart import Bar, write_chart
+from bench.dashboard import dashboard_lines
 from bench.results import Results, Summary
 
 SYSTEMS = ("rota", "PgQueuer", "Procrastinate")
@@ -400,6 +401,10 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "## (i) Issue 11: what metrics cost",
         "",
         *report_issues.observability_lines(results),
+        "",
+        "## (j) Issue 12: the dashboard's pages",
+        "",
+        *dashboard_lines(results),
         "",
         "## What bounds it",
         "",

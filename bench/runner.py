@@ -20,6 +20,7 @@ from bench import (
     scenarios,
     sustain,
 )
+from bench import dashboard as dashboard_pages
 from bench.config import BenchConfig
 from bench.report import write_report
 from bench.results import Results, say
@@ -84,6 +85,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
     if "metrics" in only:
         observability.metrics_overhead(cfg, results, worker)
         observability.scrape_time(cfg, results)
+    if "dashboard" in only:
+        dashboard_pages.dashboard(cfg, results)
 
 
 def run(args: argparse.Namespace, command: str, source: str, all_scenarios: tuple[str, ...]) -> int:

@@ -29,8 +29,8 @@ hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "default")
 ADMIN_URL = os.environ.get("ROTA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_POSTGRES = os.environ.get("ROTA_REQUIRE_POSTGRES") == "1"
 TABLES = (
-    "rota_runs, rota_attempts, rota_run_logs, rota_jobs, rota_leases, rota_limits, rota_workers,"
-    " rota_api_keys, rota_audit_log"
+    "rota_runs, rota_attempts, rota_run_logs, rota_jobs, rota_leases, rota_leader_terms,"
+    " rota_limits, rota_workers, rota_api_keys, rota_audit_log"
 )
 
 

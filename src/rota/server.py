@@ -8,11 +8,13 @@ those off for API-only nodes behind a load balancer.
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import uvicorn
 from fastapi import FastAPI
 from rich.console import Console
 
+from rota import dashboard
 from rota.api.app import create_api
 from rota.api.settings import ApiSettings
 from rota.app import App
@@ -32,11 +34,25 @@ def serve(rota_app: App, settings: ApiSettings, host: str, port: int, log_level:
     settings.check_bind(host)
     asyncio.run(_check_database(rota_app))  # one clear error before uvicorn starts
     api = create_api(rota_app, settings)
-    server = uvicorn.Server(uvicorn_config(api, rota_app, settings, host, port, log_level))
+    server = _Server(uvicorn_config(api, rota_app, settings, host, port, log_level), api)
     _banner(rota_app, settings, host, port)
     server.run()
     if not server.started:
         raise ServerFailed(f"the server did not start on {host}:{port} (see the log above)")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn waits for open responses when it stops; the dashboard's event streams
+    never end by themselves, so they are ended first (else an open dashboard tab
+    would hold a stop for the whole graceful-shutdown timeout)."""
+
+    def __init__(self, config: uvicorn.Config, api: FastAPI) -> None:
+        super().__init__(config)
+        self._api = api
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        dashboard.close_streams(self._api)
+        await super().shutdown(sockets)
 
 
 def uvicorn_config(
@@ -84,3 +100,4 @@ def _banner(rota_app: App, settings: ApiSettings, host: str, port: int) -> None:
             f"  API document: {url}/openapi.json   (interactive: {url}/docs)\n"
             f"  metrics:      {url}/metrics with that token (README, Operate it)"
         )
+    console.print(f"  dashboard:    [cyan]{url}/[/]   (sign in with a token or API key)")

@@ -16,6 +16,7 @@ from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
 import rota
+from rota import dashboard
 from rota.api import problems
 from rota.api.audit import AuditMiddleware
 from rota.api.auth import ScopeGuard
@@ -63,6 +64,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
             async with _embedded(context):
                 yield
         finally:
+            await ui.aclose()  # the dashboard's change feed, before its store closes
             await rota_app.aclose()  # the store this event loop opened
 
     api = FastAPI(
@@ -88,6 +90,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         api.include_router(router)
     if settings.dev_tokens:
         api.include_router(public.dev_router)
+    ui = dashboard.mount(api, context)  # "/" and its own sections; the rest stays the API's
     api.add_middleware(AuditMiddleware, context=context)
     api.add_middleware(EdgeMiddleware, body_limit_bytes=settings.body_limit_bytes)
     api.add_middleware(HttpMetrics)  # outermost: it times and counts every response

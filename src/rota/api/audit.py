@@ -134,7 +134,9 @@ class AuditMiddleware:
         failure = state.get("auth_failure")
         detail = detail_of(state)
         if isinstance(principal, Principal):
-            if scope["method"] not in MUTATING or not scope["path"].startswith("/api/"):
+            # API calls, and the dashboard's forms (which name their target as the API does).
+            audited = scope["path"].startswith("/api/") or "audit_target" in state
+            if scope["method"] not in MUTATING or not audited:
                 return None
             actor = principal.who
             namespace = _namespace(scope, state, principal)

@@ -212,6 +212,11 @@ class ScopeGuard:
         principal = await authenticate(request, credentials)
         request.state.principal = principal
         _spend(api_context(request).limiter, principal.who, "requests")
+        self.check(principal)
+        return principal
+
+    def check(self, principal: Principal) -> None:
+        """403 unless ``principal`` may pass (the dashboard's forms ask the same)."""
         if self.scope not in principal.scopes:
             held = ", ".join(sorted(s.value for s in principal.scopes)) or "none"
             raise ProblemException(
@@ -223,7 +228,6 @@ class ScopeGuard:
                 "this acts on the whole cluster, so it needs a caller who reaches every "
                 f"namespace ('*'); the caller reaches: {', '.join(sorted(principal.namespaces))}",
             )
-        return principal
 
 
 GUARDS = {scope: ScopeGuard(scope) for scope in Scope}

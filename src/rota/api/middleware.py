@@ -122,7 +122,7 @@ def _with_headers(send: Send, cid: str, csp: str) -> Send:
         if message["type"] == "http.response.start":
             headers = MutableHeaders(scope=message)
             headers[CORRELATION_HEADER] = cid
-            headers["Content-Security-Policy"] = csp
+            headers.setdefault("Content-Security-Policy", csp)  # the dashboard sets its own
             for name, value in SECURITY_HEADERS.items():
                 headers.setdefault(name, value)
         await send(message)

@@ -62,6 +62,15 @@ class LeaderInfo:
     expires_at: datetime
 
 
+@dataclass(frozen=True)
+class LeaderTerm:
+    """One leadership term: who took it and when (it lasted until the next began)."""
+
+    term: int
+    holder: str
+    acquired_at: datetime
+
+
 class Store(Protocol):
     dialect: str
     # Capabilities, set once from the dialect when the store is made, so callers test a
@@ -186,6 +195,9 @@ class Store(Protocol):
     async def resign_leadership(self, holder: str, term: int, now: datetime | None) -> None: ...
 
     async def leader(self) -> LeaderInfo | None: ...
+
+    async def leader_history(self, limit: int) -> list[LeaderTerm]:
+        """The newest ``limit`` terms, newest first (kept by the database itself)."""
 
     # -- claim-time controls and the worker registry -------------------------
     async def set_limit(self, limit: Limit) -> None: ...

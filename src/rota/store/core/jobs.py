@@ -10,7 +10,7 @@ import structlog
 
 from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
 from rota.store.core.base import CoreBase
-from rota.store.port import LeaderInfo
+from rota.store.port import LeaderInfo, LeaderTerm
 from rota.store.rows import due_job_from_row, job_from_row, readable_jobs
 
 log = structlog.get_logger("rota.store")
@@ -128,3 +128,7 @@ class CoreJobs(CoreBase):
             return None
         row = rows[0]
         return LeaderInfo(row["holder"], row["term"], row["acquired_at"], row["expires_at"])
+
+    async def leader_history(self, limit: int) -> list[LeaderTerm]:
+        rows = await self._d.rows("leader_history", {"limit": limit})
+        return [LeaderTerm(row["term"], row["holder"], row["acquired_at"]) for row in rows]

@@ -28,3 +28,7 @@ WHERE name = 'leader' AND holder = %(holder)s AND term = %(term)s;
 
 -- name: leader
 SELECT holder, term, acquired_at, expires_at FROM rota_leases WHERE name = 'leader';
+
+-- name: leader_history
+-- Kept by a trigger on the lease row (migration 0007): one row per term.
+SELECT term, holder, acquired_at FROM rota_leader_terms ORDER BY term DESC LIMIT %(limit)s;

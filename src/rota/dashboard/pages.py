@@ -1,0 +1,128 @@
+"""The pages: each reads through rota.dashboard.reads and renders one template. Every
+page is complete HTML (readable with JavaScript off); its live region is re-fetched
+by htmx when the change feed says something changed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+
+from rota.dashboard import filters, reads
+from rota.dashboard.sessions import Session
+from rota.dashboard.web import dashboard, notice, page, viewer
+from rota.domain.states import RunState
+from rota.domain.values import MAX_ID
+from rota.errors import RunNotFound
+
+router = APIRouter()
+Viewer = Annotated[Session, Depends(viewer)]
+
+
+def _notice(request: Request) -> str | None:
+    return notice(request.query_params.get("notice"), request.query_params.get("n"))
+
+
+@router.get("/", name="overview")
+async def overview(request: Request, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    data = await reads.overview(
+        await context.store(), context.api.clock, session.principal, context.counts
+    )
+    return page(request, "overview.html", session, data=data, nav="overview")
+
+
+async def _runs_page(
+    request: Request, session: Session, template: str, nav: str, states: tuple[RunState, ...]
+) -> HTMLResponse:
+    context = dashboard(request)
+    parsed = filters.parse(request.query_params, session.principal, states)
+    runs = await reads.search_runs(await context.store(), parsed.search, parsed.job)
+    next_before = runs[-1].id if len(runs) == parsed.search.limit else None
+    return page(
+        request,
+        template,
+        session,
+        filters=parsed,
+        runs=runs,
+        next_before=next_before,
+        notice=_notice(request),
+        nav=nav,
+    )
+
+
+@router.get("/runs", name="runs")
+async def runs(request: Request, session: Viewer) -> HTMLResponse:
+    return await _runs_page(request, session, "runs.html", "runs", ())
+
+
+@router.get("/dlq", name="dead_letters")
+async def dead_letters(request: Request, session: Viewer) -> HTMLResponse:
+    return await _runs_page(request, session, "dlq.html", "dlq", (RunState.DEAD_LETTERED,))
+
+
+def run_id_of(text: str) -> int:
+    """A run id from a path; anything else is a run that does not exist (404 page)."""
+    if not text.isdigit() or not 1 <= int(text) <= MAX_ID:
+        raise RunNotFound(text)  # type: ignore[arg-type]
+    return int(text)
+
+
+@router.get("/runs/{run_id}", name="run")
+async def run(request: Request, run_id: str, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    detail, made_by = await reads.run_detail(
+        await context.store(), session.principal, run_id_of(run_id)
+    )
+    notes = _notice(request)
+    return page(request, "run.html", session, detail=detail, job=made_by, notice=notes, nav="runs")
+
+
+@router.get("/jobs", name="jobs")
+async def jobs(request: Request, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    listed = await reads.list_jobs(await context.store(), session.principal)
+    return page(request, "jobs.html", session, jobs=listed, notice=_notice(request), nav="jobs")
+
+
+@router.get("/jobs/{namespace}/{name}", name="job")
+async def job(request: Request, namespace: str, name: str, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    detail = await reads.job_detail(
+        await context.store(), context.api.clock, session.principal, namespace, name
+    )
+    return page(request, "job.html", session, detail=detail, notice=_notice(request), nav="jobs")
+
+
+@router.get("/workers", name="workers")
+async def workers(request: Request, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    rows = await reads.workers(
+        await context.store(), context.api.clock, session.principal, context.counts
+    )
+    return page(request, "workers.html", session, rows=rows, notice=_notice(request), nav="workers")
+
+
+@router.get("/limits", name="limits")
+async def limits(request: Request, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    listed = await reads.limits(await context.store())
+    return page(
+        request, "limits.html", session, limits=listed, notice=_notice(request), nav="limits"
+    )
+
+
+@router.get("/leader", name="leader")
+async def leader(request: Request, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    info, terms = await reads.leader(await context.store())
+    return page(
+        request,
+        "leader.html",
+        session,
+        leader=info,
+        terms=terms,
+        shown=reads.LEADER_TERMS,
+        nav="leader",
+    )

@@ -1,0 +1,49 @@
+"""A shared read: a hundred requests at once make one read; a fresh value is reused;
+a stale one is read again; a failed read fails its waiters and is tried afresh."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rota.clock import FakeClock
+from rota.dashboard.shared import Shared
+
+
+async def test_concurrent_requests_share_one_read() -> None:
+    clock = FakeClock()
+    release = asyncio.Event()
+    calls = 0
+
+    async def read() -> int:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+        return calls
+
+    shared = Shared(read, fresh=1.0, monotonic=clock.monotonic)
+    waiters = [asyncio.create_task(shared.get()) for _ in range(100)]
+    await asyncio.sleep(0)
+    release.set()
+    assert await asyncio.gather(*waiters) == [1] * 100
+    assert await shared.get() == 1  # fresh: reused
+    clock.advance(2)
+    assert await shared.get() == 2  # stale: read again
+    assert await shared.get(fresh=0.0) == 3  # the change feed always wants a new reading
+
+
+async def test_a_failed_read_fails_its_waiters_and_the_next_one_reads_again() -> None:
+    clock = FakeClock()
+    answers: list[object] = [RuntimeError("database down"), 7]
+
+    async def read() -> int:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return int(answer)  # type: ignore[call-overload]
+
+    shared = Shared(read, fresh=1.0, monotonic=clock.monotonic)
+    with pytest.raises(RuntimeError, match="database down"):
+        await shared.get()
+    assert await shared.get() == 7
