@@ -16,19 +16,22 @@ inside ``BEGIN IMMEDIATE`` on SQLite).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from rota.domain.runs import NewRun
 from rota.errors import StoreError
 
+T = TypeVar("T")
 Row = dict[str, Any]
 Params = Mapping[str, Any]
 Items = Sequence[Params]
 Instant = datetime | None  # None: the database clock decides
 NO_PARAMS: Params = {}
+# What runs inside a transaction: it awaits only the session it is given.
+Body = Callable[["Session"], Awaitable[T]]
 
 
 class ClaimLockBusy(StoreError):
@@ -98,13 +101,16 @@ class Dialect(Protocol):
         around them): one pool checkout on PostgreSQL, one BEGIN IMMEDIATE per call on
         SQLite (:class:`OneShot`)."""
 
-    def transaction(self, now: datetime | None) -> AbstractAsyncContextManager[Session]:
-        """A write transaction; every query in it sees the same ``now``."""
+    async def in_transaction(self, now: Instant, body: Body[T]) -> T:
+        """Run ``body`` in one write transaction; every query in it sees the same
+        ``now``. On SQLite the whole body runs in one call on the store's thread (it
+        may await only its session), so the writer lock is never held across the
+        event loop: a process paused there would stall every other one."""
 
-    def serialised(self, now: datetime | None) -> AbstractAsyncContextManager[Session]:
-        """A write transaction that no other serialised one (in any process) overlaps:
-        the limited claim counts what runs and claims within the limits in one step.
-        Raises ClaimLockBusy when another holder does not let go in time."""
+    async def in_serialised(self, now: Instant, body: Body[T]) -> T:
+        """:meth:`in_transaction`, and no other serialised one (in any process)
+        overlaps it: the limited claim counts what runs and claims within the limits
+        in one step. Raises ClaimLockBusy when another holder does not let go in time."""
 
     async def vacuum(self) -> None: ...
 

@@ -2,7 +2,7 @@
 
 Runs no limit applies to are claimed in one statement (SKIP LOCKED on PostgreSQL;
 SQLite's writer lock serialises it). Runs a limit applies to are chosen under
-``serialised()``: count what runs, pick candidates in priority order in a few rounds,
+``in_serialised()``: count what runs, pick candidates in priority order in a few rounds,
 and let the domain's ``choose`` keep every limit (ADR 0008).
 """
 
@@ -83,17 +83,20 @@ class CoreClaim(CoreBase):
         now: datetime | None,
     ) -> list[ClaimedRun]:
         """Claim runs some limit applies to, one claimer at a time cluster-wide."""
+
+        async def claim_limited(session: Session) -> list[ClaimedRun]:
+            chosen = await self._choose_limited(session, queues, tags, limits, want)
+            if not chosen:
+                return []
+            params = {
+                "ids": chosen,
+                "worker_id": request.worker_id,
+                "lease_seconds": request.lease_seconds,
+            }
+            return [claimed_from_row(row) for row in await session.rows("claim_ids", params)]
+
         try:
-            async with self._d.serialised(now) as session:
-                chosen = await self._choose_limited(session, queues, tags, limits, want)
-                if not chosen:
-                    return []
-                params = {
-                    "ids": chosen,
-                    "worker_id": request.worker_id,
-                    "lease_seconds": request.lease_seconds,
-                }
-                return [claimed_from_row(row) for row in await session.rows("claim_ids", params)]
+            return await self._d.in_serialised(now, claim_limited)
         except ClaimLockBusy:
             log.info("limited claim skipped: another claimer holds the limits lock")
             return []

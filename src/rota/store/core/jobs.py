@@ -10,6 +10,7 @@ import structlog
 
 from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
 from rota.store.core.base import CoreBase
+from rota.store.dialect import Session
 from rota.store.port import LeaderInfo, LeaderTerm
 from rota.store.rows import due_job_from_row, job_from_row, readable_jobs
 
@@ -103,13 +104,16 @@ class CoreJobs(CoreBase):
             }
             for a in advances
         ]
-        async with self._d.transaction(now) as session:
+
+        async def advance(session: Session) -> set[int]:
             if not await self._term_holds(session, leader_term):
                 return set()
             advanced = {row["id"] for row in await session.batch("advance_jobs", items)}
             runs = [run for a in advances if a.job_id in advanced for run in a.runs]
             await self._insert_runs(session, runs)
-        return advanced
+            return advanced
+
+        return await self._d.in_transaction(now, advance)
 
     # -- leadership -------------------------------------------------------------
     async def acquire_leadership(

@@ -9,6 +9,7 @@ from rota.domain.limits import Limit
 from rota.domain.settle import deadline_error
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.store.core.claim import CoreClaim
+from rota.store.dialect import Session
 from rota.store.rows import worker_from_row
 
 
@@ -29,7 +30,7 @@ class CoreRegistry(CoreClaim):
     async def expire_deadlines(
         self, now: datetime | None, leader_term: int | None = None
     ) -> list[int]:
-        async with self._d.transaction(now) as session:
+        async def expire(session: Session) -> list[int]:
             if not await self._term_holds(session, leader_term):
                 return []
             passed = await session.rows("deadlines_passed")
@@ -37,6 +38,8 @@ class CoreRegistry(CoreClaim):
                 return []
             items = [{"id": r["id"], "error": deadline_error(r["deadline"])} for r in passed]
             return [row["id"] for row in await session.batch("expire_deadlines", items)]
+
+        return await self._d.in_transaction(now, expire)
 
     async def register_worker(self, worker: WorkerInfo, now: datetime | None) -> None:
         params = {
@@ -67,11 +70,13 @@ class CoreRegistry(CoreClaim):
     async def mark_dead_workers(
         self, dead_after: float, now: datetime | None, leader_term: int | None = None
     ) -> list[str]:
-        async with self._d.transaction(now) as session:
+        async def mark(session: Session) -> list[str]:
             if not await self._term_holds(session, leader_term):
                 return []
             rows = await session.rows("mark_dead_workers", {"dead_after": dead_after})
-        return [row["node_id"] for row in rows]
+            return [row["node_id"] for row in rows]
+
+        return await self._d.in_transaction(now, mark)
 
     async def prune_workers(self, older_than: datetime) -> int:
         return len(await self._d.write("prune_workers", {"older_than": older_than}))

@@ -118,10 +118,12 @@ class CoreRuns(CoreReads):
 
     # -- steering ---------------------------------------------------------------
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run:
-        async with self._d.transaction(now) as session:
+        async def cancel(session: Session) -> None:
             params = {"id": run_id, "error": CANCELLED_WAITING}
             if not await session.rows("cancel_waiting", params):
                 await session.rows("request_cancel_active", params)
+
+        await self._d.in_transaction(now, cancel)
         run = await self.get_run(run_id)
         if run is None:
             raise RunNotFound(run_id)
@@ -133,23 +135,27 @@ class CoreRuns(CoreReads):
     async def reap_expired(
         self, now: datetime | None, poison_after: int, limit: int, leader_term: int | None = None
     ) -> list[ReapedRun]:
-        async with self._d.transaction(now) as session:
+        async def reap(session: Session) -> list[ReapedRun]:
             if not await self._term_holds(session, leader_term):
                 return []
             expired = await session.rows("expired_leases", {"limit": limit})
             if not expired:
                 return []
             rows = await session.batch("reap", [_verdict(row, poison_after) for row in expired])
-        return [ReapedRun(row["id"], row["fence"], RunState(row["state"])) for row in rows]
+            return [ReapedRun(row["id"], row["fence"], RunState(row["state"])) for row in rows]
+
+        return await self._d.in_transaction(now, reap)
 
     async def prune_finished(
         self, older_than: datetime, limit: int, leader_term: int | None = None
     ) -> int:
-        async with self._d.transaction(None) as session:
+        async def prune(session: Session) -> int:
             if not await self._term_holds(session, leader_term):
                 return 0
             params = {"older_than": older_than, "limit": limit}
             return len(await session.rows("prune_finished", params))
+
+        return await self._d.in_transaction(None, prune)
 
 
 def _verdict(row: dict[str, Any], poison_after: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
@@ -22,7 +22,15 @@ import structlog
 
 from rota.domain.runs import NewRun
 from rota.errors import StoreUnavailable
-from rota.store.dialect import NO_PARAMS, ClaimLockBusy, Instant, Items, Params, Row
+from rota.store.dialect import (
+    NO_PARAMS,
+    Body,
+    ClaimLockBusy,
+    Instant,
+    Items,
+    Params,
+    Row,
+)
 from rota.store.postgres.base import (
     CONNECT_OPTIONS,
     DEFAULT_HANDLER_POOL,
@@ -42,6 +50,7 @@ from rota.store.queries import load_migrations
 from rota.supervise import Restarts, cancel_and_wait, supervise, watched
 
 log = structlog.get_logger("rota.store.postgres")
+T = TypeVar("T")
 
 
 class PgDialect:
@@ -174,21 +183,22 @@ class PgDialect:
         async with self.connection() as conn:  # autocommit: each statement its own write
             yield PgSession(conn, now)
 
-    @asynccontextmanager
-    async def transaction(self, now: datetime | None) -> AsyncIterator[PgSession]:
+    async def in_transaction(self, now: datetime | None, body: Body[T]) -> T:
+        return await self._in_transaction(now, body, serialised=False)
+
+    async def in_serialised(self, now: datetime | None, body: Body[T]) -> T:
+        return await self._in_transaction(now, body, serialised=True)
+
+    async def _in_transaction(self, now: datetime | None, body: Body[T], serialised: bool) -> T:
         async with self.connection() as conn:
             with _translated():
                 async with conn.transaction():
-                    yield PgSession(conn, now)
-
-    @asynccontextmanager
-    async def serialised(self, now: datetime | None) -> AsyncIterator[PgSession]:
-        async with self.transaction(now) as session:
-            try:
-                await session.conn.execute(Q["claim_lock"])
-            except psycopg.errors.LockNotAvailable:
-                raise ClaimLockBusy("another claimer holds the limits lock") from None
-            yield session
+                    if serialised:
+                        try:
+                            await conn.execute(Q["claim_lock"])
+                        except psycopg.errors.LockNotAvailable:
+                            raise ClaimLockBusy("another claimer holds the limits lock") from None
+                    return await body(PgSession(conn, now))
 
     # -- housekeeping and wake-ups ----------------------------------------------
     async def vacuum(self) -> None:

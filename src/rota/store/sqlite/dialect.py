@@ -6,20 +6,20 @@ claim is a compare-and-set that no other process can interleave with, and a busy
 timeout queues writers instead of failing them with "database is locked".
 
 sqlite3 is blocking, so the dialect owns one connection driven by one thread; the async
-methods hand work to it. A one-shot call (``rows``, ``write``, ``batch``) is one hop to
-that thread; a multi-step transaction holds ``_turn``, and a call that finds it held
-waits, so no statement slips into an open transaction.
+methods hand work to it, one call each: a one-shot call (``rows``, ``write``, ``batch``)
+and a whole transaction alike (the core's body runs to its end inside the thread, see
+``_drive``), so the writer lock is never held while the event loop runs something else
+(a process paused there would stall every other one).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import (
     AbstractAsyncContextManager,
-    asynccontextmanager,
     contextmanager,
     nullcontext,
 )
@@ -31,7 +31,7 @@ from typing import TypeVar
 from rota.domain.runs import NewRun
 from rota.errors import StoreError, StoreUnavailable
 from rota.observe import hooks
-from rota.store.dialect import NO_PARAMS, Instant, Items, OneShot, Params, Row, Session
+from rota.store.dialect import NO_PARAMS, Body, Instant, Items, OneShot, Params, Row, Session
 from rota.store.queries import load_migrations, load_queries
 from rota.store.sqlite.codec import decoded, encoded, statements
 
@@ -87,23 +87,37 @@ class _ThreadSession:
         return found
 
 
-class _AsyncSession:
-    """A transaction's session for the core: each call is one hop to the thread."""
+class _InThread:
+    """A transaction's session for the core's body, inside the store's thread: its
+    calls complete at once, so the whole body runs in one call (see :func:`_drive`)."""
 
-    def __init__(self, dialect: SqliteDialect, inner: _ThreadSession) -> None:
-        self._dialect = dialect
+    def __init__(self, inner: _ThreadSession) -> None:
         self._inner = inner
 
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
-        return await self._dialect._hop(lambda _: self._inner.run(query, params))
+        return self._inner.run(query, params)
 
     async def batch(
         self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
     ) -> list[Row]:
-        return await self._dialect._hop(lambda _: self._inner.batch(query, items, shared))
+        return self._inner.batch(query, items, shared)
 
     async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
         raise StoreError("COPY is a PostgreSQL capability (supports_copy is False)")
+
+
+def _drive(body: Body[T], session: _InThread) -> T:
+    """Run ``body`` to its end here, synchronously: it awaits only ``session``, whose
+    calls never suspend. Anything else it awaited would need the event loop, which
+    this thread does not run: that is a bug, said as such."""
+    coroutine = body(session)
+    try:
+        coroutine.send(None)  # type: ignore[attr-defined]
+    except StopIteration as finished:
+        result: T = finished.value
+        return result
+    coroutine.close()  # type: ignore[attr-defined]
+    raise StoreError("a SQLite transaction awaited something other than its session")
 
 
 class SqliteDialect:
@@ -119,7 +133,6 @@ class SqliteDialect:
         self.poll_seconds = poll_seconds
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rota-sqlite")
         self._conn: sqlite3.Connection | None = None
-        self._turn = asyncio.Lock()  # one transaction at a time on the one connection
 
     # -- the connection's thread ----------------------------------------------
     async def _hop(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -127,12 +140,7 @@ class SqliteDialect:
         return await loop.run_in_executor(self._executor, self._guarded, fn)
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """A one-hop call. It waits only while a multi-step transaction of this store is
-        open; otherwise it goes straight to the thread's queue, so calls stay pipelined
-        (the thread never idles while the loop hands it the next one)."""
-        if self._turn.locked():
-            async with self._turn:
-                pass  # the transaction ended; nothing can open one before the hop below
+        # One hop per call, transactions included: the thread's queue orders them.
         return await self._hop(fn)
 
     def _guarded(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -252,25 +260,17 @@ class SqliteDialect:
         # One connection already: each call is its own BEGIN IMMEDIATE write.
         return nullcontext(OneShot(self, now))
 
-    @asynccontextmanager
-    async def transaction(self, now: datetime | None) -> AsyncIterator[Session]:
+    async def in_transaction(self, now: datetime | None, body: Body[T]) -> T:
+        def work(conn: sqlite3.Connection) -> T:
+            with self._immediate(conn):
+                return _drive(body, _InThread(_ThreadSession(conn, instant)))
+
         instant = self._instant(now)
-        async with self._turn:
-            session = await self._hop(lambda conn: self._begin(conn, instant))
-            try:
-                yield _AsyncSession(self, session)
-            except BaseException:
-                await self._hop(lambda conn: conn.execute("ROLLBACK"))
-                raise
-            await self._hop(lambda conn: conn.execute("COMMIT"))
+        return await self._call(work)
 
-    def _begin(self, conn: sqlite3.Connection, now: float | None) -> _ThreadSession:
-        conn.execute("BEGIN IMMEDIATE")
-        return _ThreadSession(conn, now)
-
-    def serialised(self, now: datetime | None) -> AbstractAsyncContextManager[Session]:
+    async def in_serialised(self, now: datetime | None, body: Body[T]) -> T:
         # BEGIN IMMEDIATE already serialises every writer of the file.
-        return self.transaction(now)
+        return await self.in_transaction(now, body)
 
     # -- housekeeping and wake-ups ----------------------------------------------
     async def vacuum(self) -> None:
