@@ -159,6 +159,9 @@ class CoreWebhooks(CoreBase):
     async def claim_deliveries(
         self, limit: int, lease_seconds: float, now: datetime | None
     ) -> list[ClaimedDelivery]:
+        if not await self._d.rows("delivery_due", {}, now):
+            return []
+
         async def claim(session: Session) -> list[ClaimedDelivery]:
             params = {"limit": limit, "lease_seconds": lease_seconds}
             rows = await session.rows("claim_deliveries", params)

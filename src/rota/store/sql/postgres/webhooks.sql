@@ -43,6 +43,12 @@ RETURNING rota_webhook_subscriptions.*;
 -- name: delete_subscription
 DELETE FROM rota_webhook_subscriptions WHERE id = %(id)s RETURNING id;
 
+-- name: delivery_due
+-- A read first, so an idle deliverer never takes a write lock (SQLite's one writer).
+SELECT 1 AS due FROM rota_webhook_deliveries
+WHERE state = 'pending' AND next_attempt_at <= COALESCE(%(now)s::timestamptz, now())
+LIMIT 1;
+
 -- name: claim_deliveries
 -- A lease per delivery: any node may deliver, SKIP LOCKED keeps two off the same row,
 -- and a deliverer that dies leaves a lease that expires, after which the delivery is

@@ -40,6 +40,12 @@ RETURNING *;
 DELETE FROM rota_webhook_deliveries WHERE subscription_id = :id;
 DELETE FROM rota_webhook_subscriptions WHERE id = :id RETURNING id;
 
+-- name: delivery_due
+-- A read first, so an idle deliverer never takes the writer lock.
+SELECT 1 AS due FROM rota_webhook_deliveries
+WHERE state = 'pending' AND next_attempt_at <= :now
+LIMIT 1;
+
 -- name: claim_deliveries
 -- BEGIN IMMEDIATE makes this compare-and-set; see the PostgreSQL twin for the lease.
 UPDATE rota_webhook_deliveries
