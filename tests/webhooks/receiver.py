@@ -21,7 +21,8 @@ class Received:
 
 class Receiver:
     def __init__(self) -> None:
-        self.received: list[Received] = []
+        self.received: list[Received] = []  # answered
+        self.arrivals: list[str] = []  # the webhook-id of every request, as it arrives
         self.arrived = threading.Condition()
         self.holding = threading.Event()  # set: requests wait for release
         self.released = threading.Event()
@@ -40,6 +41,8 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["content-length"]))
+                with receiver.arrived:
+                    receiver.arrivals.append(self.headers["webhook-id"])
                 if receiver.holding.is_set():
                     receiver.held.set()
                     receiver.released.wait(30)
