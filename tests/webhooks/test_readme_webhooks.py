@@ -44,7 +44,8 @@ def test_readme_webhooks_example_runs_and_verifies(tmp_path: Path) -> None:
         "ROTA_POLL_SECONDS": "0.1",
     }
     env.pop("ROTA_JWT_SECRET", None)
-    command = [sys.executable, "-m", "rota", "server", "--port", str(port), "--app", "rota.examples:app"]
+    serve = ["server", "--port", str(port), "--app", "rota.examples:app"]
+    command = [sys.executable, "-m", "rota", *serve]
     with log.open("ab") as out:
         server = subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=out)
     try:
