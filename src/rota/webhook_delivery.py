@@ -94,12 +94,11 @@ class Deliverer:
             BATCH, lease_seconds_of(self.settings), self.clock.db_now()
         )
         results = await asyncio.gather(*(self.send(item) for item in claimed))
-        for result in results:
-            recorded = await self.store.record_delivery(
-                result, self.policy.disable_after, self.clock.db_now()
-            )
-            if not recorded:
-                log.info("webhook result stale", delivery_id=result.delivery_id)
+        recorded = await self.store.record_deliveries(
+            results, self.policy.disable_after, self.clock.db_now()
+        )
+        for stale in sorted({r.delivery_id for r in results} - recorded):
+            log.info("webhook result stale", delivery_id=stale)
         return len(claimed)
 
     async def send(self, claimed: ClaimedDelivery) -> DeliveryResult:

@@ -3,6 +3,7 @@ causes the event, and deliveries leased one at a time (ADR 0017)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -34,6 +35,11 @@ def spec(**fields: Any) -> SubscriptionSpec:
         "event_types": ALL_RUN_EVENTS,
     }
     return SubscriptionSpec(**{**values, **fields})
+
+
+async def recorded(store: Store, result: DeliveryResult, disable_after: int, now: datetime) -> bool:
+    written = await hooks(store).record_deliveries([result], disable_after, now)
+    return written == {result.delivery_id}
 
 
 def hooks(store: Store) -> WebhookStore:
@@ -137,13 +143,13 @@ async def test_deliveries_are_leased_fenced_and_retried(store: Store) -> None:
     assert again.delivery.tries == 2
     # The first deliverer's result is stale now.
     stale = DeliveryResult(claimed.delivery.id, 1, True, 200, None)
-    assert not await hooks(store).record_delivery(stale, 5, at(33))
+    assert not await recorded(store, stale, 5, at(33))
     failed = DeliveryResult(again.delivery.id, 2, False, 500, "HTTP 500", retry_in=10.0)
-    assert await hooks(store).record_delivery(failed, 5, at(33))
+    assert await recorded(store, failed, 5, at(33))
     assert await hooks(store).claim_deliveries(10, 30.0, at(42)) == []
     [third] = await hooks(store).claim_deliveries(10, 30.0, at(43))
     done = DeliveryResult(third.delivery.id, 3, True, 204, None)
-    assert await hooks(store).record_delivery(done, 5, at(44))
+    assert await recorded(store, done, 5, at(44))
     delivered = await hooks(store).get_delivery(third.delivery.id)
     assert delivered.state is DeliveryState.DELIVERED
     assert delivered.last_status == 204
@@ -166,7 +172,7 @@ async def test_consecutive_failures_disable_the_subscription_with_the_reason(
     claimed = await hooks(store).claim_deliveries(10, 30.0, at(5))
     for item in claimed:
         result = DeliveryResult(item.delivery.id, 1, False, None, "connection refused", None)
-        assert await hooks(store).record_delivery(result, 2, at(6))
+        assert await recorded(store, result, 2, at(6))
     disabled = await hooks(store).get_subscription(sub.id)
     assert not disabled.enabled
     assert disabled.disabled_reason == (

@@ -45,6 +45,6 @@ class WebhookStore(Protocol):
         self, limit: int, lease_seconds: float, now: datetime | None
     ) -> list[ClaimedDelivery]: ...
 
-    async def record_delivery(
-        self, result: DeliveryResult, disable_after: int, now: datetime | None
-    ) -> bool: ...
+    async def record_deliveries(
+        self, results: Sequence[DeliveryResult], disable_after: int, now: datetime | None
+    ) -> set[int]: ...

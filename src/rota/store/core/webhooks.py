@@ -184,23 +184,34 @@ class CoreWebhooks(CoreBase):
 
         return await self._d.in_transaction(now, claim)
 
-    async def record_delivery(
-        self, result: DeliveryResult, disable_after: int, now: datetime | None
-    ) -> bool:
-        """Write one try's result, fenced by its tries count; False when the lease was
-        lost (another deliverer took it over, or it was redelivered meanwhile)."""
-        fence = {"id": result.delivery_id, "tries": result.tries, "status": result.status}
+    async def record_deliveries(
+        self, results: Sequence[DeliveryResult], disable_after: int, now: datetime | None
+    ) -> set[int]:
+        """Write tries' results in one transaction, each fenced by its tries count; the
+        ids written (one missing lost its lease: another deliverer took it over, or it
+        was redelivered meanwhile)."""
 
-        async def record(session: Session) -> bool:
-            if result.delivered:
-                return bool(await session.rows("delivery_succeeded", fence))
-            params = {**fence, "error": result.error, "retry_in": result.retry_in}
-            rows = await session.rows("delivery_failed", params)
-            if not rows:
-                return False
-            reason = f"{disable_after} consecutive failed deliveries; the last: {result.error}"
-            failed = {"id": rows[0]["subscription_id"], "disable_after": disable_after}
-            await session.rows("subscription_failed", {**failed, "reason": reason})
-            return True
+        async def record(session: Session) -> set[int]:
+            written: set[int] = set()
+            for result in sorted(results, key=lambda r: r.delivery_id):
+                if await _record_one(session, result, disable_after):
+                    written.add(result.delivery_id)
+            return written
 
+        if not results:
+            return set()
         return await self._d.in_transaction(now, record)
+
+
+async def _record_one(session: Session, result: DeliveryResult, disable_after: int) -> bool:
+    fence = {"id": result.delivery_id, "tries": result.tries, "status": result.status}
+    if result.delivered:
+        return bool(await session.rows("delivery_succeeded", fence))
+    failure = {**fence, "error": result.error, "retry_in": result.retry_in}
+    rows = await session.rows("delivery_failed", failure)
+    if not rows:
+        return False
+    reason = f"{disable_after} consecutive failed deliveries; the last: {result.error}"
+    failed = {"id": rows[0]["subscription_id"], "disable_after": disable_after}
+    await session.rows("subscription_failed", {**failed, "reason": reason})
+    return True

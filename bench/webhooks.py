@@ -1,0 +1,155 @@
+"""Issue 14 item 3: webhook delivery rate, and what the outbox adds to completions.
+
+``python -m bench.webhooks [--events N]`` (not yet part of ``make bench``'s full run):
+
+- delivery rate: N run.succeeded events in the outbox, drained by one deliverer (the
+  one every node runs, batches of 20 sent at once) to a local receiver in another
+  process (uvicorn, answering 204), on PostgreSQL and on SQLite;
+- the completion path: N runs completed in batches of 100 with no subscription, and
+  with one subscription that matches every run (one outbox row per completion).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from bench.pg import ADMIN_URL, fresh_database
+from rota.bootstrap import open_store
+from rota.clock import SystemClock
+from rota.config import Settings
+from rota.domain.access import ROLE_SCOPES, Principal, Role
+from rota.domain.runs import NewRun, Outcome
+from rota.domain.states import AttemptOutcome, RunState
+from rota.domain.webhooks import EventType, SubscriptionSpec
+from rota.store.port import ClaimRequest, Store
+from rota.store.sql_store import SqlStore
+from rota.webhook_delivery import Deliverer
+from rota.webhook_service import Webhooks
+
+ADMIN = Principal("bench", "jwt", ROLE_SCOPES[Role.ADMIN], None)
+BATCH = 100
+RECEIVER = """
+import sys, uvicorn
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    more = True
+    while more:
+        message = await receive()
+        more = message.get("more_body", False)
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def receiver() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-c", RECEIVER, str(port)])
+    url = f"http://127.0.0.1:{port}/hooks"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.post(url, timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def complete_runs(store: Store, count: int) -> float:
+    """Seconds to enqueue-claim-complete ``count`` runs in batches; only the completions
+    are timed."""
+    spent = 0.0
+    for start in range(0, count, BATCH):
+        size = min(BATCH, count - start)
+        await store.enqueue([NewRun(handler="job", payload_json="{}") for _ in range(size)], None)
+        claimed = await store.claim(ClaimRequest("bench", ("default",), size, 60.0), None)
+        outcomes = [
+            Outcome(c.run_id, c.fence, RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED, "null")
+            for c in claimed
+        ]
+        began = time.perf_counter()
+        await store.complete(outcomes, None)
+        spent += time.perf_counter() - began
+    return spent
+
+
+async def measure(url: str, target: str, events: int) -> dict[str, float]:
+    settings = Settings(database_url=url, webhook_allow_private_addresses=True)
+    store = await open_store(settings)
+    assert isinstance(store, SqlStore)
+    try:
+        bare = await complete_runs(store, events)
+        spec = SubscriptionSpec("default", target, (EventType.RUN_SUCCEEDED,))
+        await Webhooks(store, settings, SystemClock()).create(ADMIN, spec)
+        subscribed = await complete_runs(store, events)
+        deliverer = Deliverer(store, settings, SystemClock())
+        try:
+            began = time.perf_counter()
+            delivered = await deliverer.drain()
+            seconds = time.perf_counter() - began
+        finally:
+            await deliverer.close()
+        assert delivered == events, (delivered, events)
+        return {
+            "deliveries_per_second": events / seconds,
+            "complete_us_per_run_bare": bare / events * 1e6,
+            "complete_us_per_run_subscribed": subscribed / events * 1e6,
+        }
+    finally:
+        await store.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.webhooks")
+    parser.add_argument("--events", type=int, default=5000)
+    parser.add_argument("--admin-url", default=os.environ.get("ROTA_BENCH_ADMIN", ADMIN_URL))
+    args = parser.parse_args(argv)
+    rows = []
+    with receiver() as target:
+        with fresh_database(args.admin_url, "webhooks") as pg_url:
+            rows.append(("PostgreSQL", asyncio.run(measure(pg_url, target, args.events))))
+        with tempfile.TemporaryDirectory() as folder:
+            sqlite_url = f"sqlite:///{Path(folder) / 'bench.db'}"
+            rows.append(("SQLite", asyncio.run(measure(sqlite_url, target, args.events))))
+    print(f"{args.events} events, one deliverer, batches of 20, receiver answering 204")
+    print("| store | deliveries/s | complete µs/run, no subscription | with one |")
+    print("|---|---|---|---|")
+    for name, numbers in rows:
+        print(
+            f"| {name} | {numbers['deliveries_per_second']:,.0f} "
+            f"| {numbers['complete_us_per_run_bare']:.0f} "
+            f"| {numbers['complete_us_per_run_subscribed']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
