@@ -20,12 +20,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psycopg
 
-from bench.pg import ADMIN_URL, fresh_database
+from bench.pg import ADMIN_URL, database_url
 from rota.bootstrap import open_store
 from rota.clock import SystemClock
 from rota.config import Settings
@@ -61,6 +63,20 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def own_database(admin_url: str) -> Iterator[str]:
+    """A database of this scenario's own: not named bench_*, which a concurrent full
+    bench run drops as stale when it starts."""
+    name = f"webhooks_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield database_url(admin_url, name)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextlib.contextmanager
@@ -135,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows = []
     with receiver() as target:
-        with fresh_database(args.admin_url, "webhooks") as pg_url:
+        with own_database(args.admin_url) as pg_url:
             rows.append(("PostgreSQL", asyncio.run(measure(pg_url, target, args.events))))
         with tempfile.TemporaryDirectory() as folder:
             sqlite_url = f"sqlite:///{Path(folder) / 'bench.db'}"
