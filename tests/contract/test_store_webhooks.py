@@ -201,3 +201,16 @@ async def test_previous_secret_signs_until_its_grace_ends(store: Store) -> None:
     assert during.keys.all() == (fresh, SECRET)
     [after] = await hooks(store).claim_deliveries(1, 30.0, at(100))
     assert after.keys.all() == (fresh,)
+
+
+async def test_a_disabled_subscriptions_deliveries_wait_until_it_is_enabled(
+    store: Store,
+) -> None:
+    sub = await hooks(store).create_subscription(spec(), SECRET, T0)
+    await enqueue_one(store, T0)
+    await store.complete([succeeded(await claim_one(store, T0))], at(1))
+    await hooks(store).update_subscription(sub.id, spec(), False, at(2))
+    assert await hooks(store).claim_deliveries(10, 30.0, at(3)) == []
+    await hooks(store).update_subscription(sub.id, spec(), True, at(4))
+    [claimed] = await hooks(store).claim_deliveries(10, 30.0, at(5))
+    assert claimed.delivery.subscription_id == sub.id

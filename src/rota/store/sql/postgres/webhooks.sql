@@ -44,9 +44,11 @@ RETURNING rota_webhook_subscriptions.*;
 DELETE FROM rota_webhook_subscriptions WHERE id = %(id)s RETURNING id;
 
 -- name: delivery_due
--- A read first, so an idle deliverer never takes a write lock (SQLite's one writer).
-SELECT 1 AS due FROM rota_webhook_deliveries
-WHERE state = 'pending' AND next_attempt_at <= COALESCE(%(now)s::timestamptz, now())
+-- A read first, so an idle deliverer never takes a write lock (SQLite's one writer);
+-- a disabled subscription's waiting deliveries are not due.
+SELECT 1 AS due FROM rota_webhook_deliveries d
+JOIN rota_webhook_subscriptions s ON s.id = d.subscription_id AND s.enabled
+WHERE d.state = 'pending' AND d.next_attempt_at <= COALESCE(%(now)s::timestamptz, now())
 LIMIT 1;
 
 -- name: claim_deliveries

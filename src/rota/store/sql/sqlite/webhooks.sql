@@ -41,9 +41,11 @@ DELETE FROM rota_webhook_deliveries WHERE subscription_id = :id;
 DELETE FROM rota_webhook_subscriptions WHERE id = :id RETURNING id;
 
 -- name: delivery_due
--- A read first, so an idle deliverer never takes the writer lock.
-SELECT 1 AS due FROM rota_webhook_deliveries
-WHERE state = 'pending' AND next_attempt_at <= :now
+-- A read first, so an idle deliverer never takes the writer lock (and a disabled
+-- subscription's waiting deliveries are not due).
+SELECT 1 AS due FROM rota_webhook_deliveries d
+JOIN rota_webhook_subscriptions s ON s.id = d.subscription_id AND s.enabled
+WHERE d.state = 'pending' AND d.next_attempt_at <= :now
 LIMIT 1;
 
 -- name: claim_deliveries
