@@ -1,6 +1,6 @@
 """Issue 14 item 3: webhook delivery rate, and what the outbox adds to completions.
 
-``python -m bench.webhooks [--events N]`` (not yet part of ``make bench``'s full run):
+Scenario ``webhooks`` of ``make bench``; alone: ``python -m bench.webhooks [--events N]``.
 
 - delivery rate: N run.succeeded events in the outbox, drained by one deliverer (the
   one every node runs, batches of 20 sent at once) to a local receiver in another
@@ -27,7 +27,9 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from bench.config import BenchConfig
 from bench.pg import ADMIN_URL, database_url
+from bench.results import Results
 from rota.bootstrap import open_store
 from rota.clock import SystemClock
 from rota.config import Settings
@@ -118,7 +120,7 @@ async def complete_runs(store: Store, count: int) -> float:
     return spent
 
 
-async def measure(url: str, target: str, events: int) -> dict[str, float]:
+async def measure_on(url: str, target: str, events: int) -> dict[str, float]:
     settings = Settings(database_url=url, webhook_allow_private_addresses=True)
     store = await open_store(settings)
     assert isinstance(store, SqlStore)
@@ -144,27 +146,61 @@ async def measure(url: str, target: str, events: int) -> dict[str, float]:
         await store.close()
 
 
+EVENTS = 5_000  # a quarter of cfg.jobs by default
+
+
+def webhooks(cfg: BenchConfig, results: Results) -> None:
+    """(k): each store in turn (`make bench`, or ``python -m bench.webhooks`` alone)."""
+    events = max(200, cfg.jobs // 4)
+    with receiver() as target:
+        for store in ("PostgreSQL", "SQLite"):
+
+            def measure(store: str = store) -> dict[str, float]:
+                if store == "PostgreSQL":
+                    with own_database(cfg.admin_url) as url:
+                        return asyncio.run(measure_on(url, target, events))
+                with tempfile.TemporaryDirectory() as folder:
+                    url = f"sqlite:///{Path(folder) / 'bench.db'}"
+                    return asyncio.run(measure_on(url, target, events))
+
+            variant = f"{events:,} events"
+            numbers = results.attempt("webhooks", store, variant, measure)
+            if numbers is not None:
+                rate = numbers["deliveries_per_second"]
+                results.add("webhooks", store, variant, rate, events=events, **numbers)
+
+
+def webhook_lines(results: Results) -> list[str]:
+    """Section (k) of docs/benchmarks.md."""
+    records = [r for r in results.records if r["scenario"] == "webhooks"]
+    if not records:
+        return ["Not measured in this run."]
+    lines = [
+        f"{records[0]['events']:,} run.succeeded events drained by one deliverer (batches of"
+        " 20 under a lease, sent at once) to a local receiver answering 204; completions in"
+        " batches of 100 with no subscription and with one matching every run.",
+        "",
+        "| store | deliveries/s | complete µs/run, no subscription | with one matching |",
+        "|---|---|---|---|",
+    ]
+    for r in records:
+        lines.append(
+            f"| {r['system']} | {r['deliveries_per_second']:,.0f} "
+            f"| {r['complete_us_per_run_bare']:.0f} | {r['complete_us_per_run_subscribed']:.0f} |"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.webhooks")
-    parser.add_argument("--events", type=int, default=5000)
+    parser.add_argument("--events", type=int, default=EVENTS)
     parser.add_argument("--admin-url", default=os.environ.get("ROTA_BENCH_ADMIN", ADMIN_URL))
     args = parser.parse_args(argv)
-    rows = []
-    with receiver() as target:
-        with own_database(args.admin_url) as pg_url:
-            rows.append(("PostgreSQL", asyncio.run(measure(pg_url, target, args.events))))
-        with tempfile.TemporaryDirectory() as folder:
-            sqlite_url = f"sqlite:///{Path(folder) / 'bench.db'}"
-            rows.append(("SQLite", asyncio.run(measure(sqlite_url, target, args.events))))
-    print(f"{args.events} events, one deliverer, batches of 20, receiver answering 204")
-    print("| store | deliveries/s | complete µs/run, no subscription | with one |")
-    print("|---|---|---|---|")
-    for name, numbers in rows:
-        print(
-            f"| {name} | {numbers['deliveries_per_second']:,.0f} "
-            f"| {numbers['complete_us_per_run_bare']:.0f} "
-            f"| {numbers['complete_us_per_run_subscribed']:.0f} |"
-        )
+    results = Results(meta={})
+    webhooks(BenchConfig(admin_url=args.admin_url, jobs=args.events * 4), results)
+    for failure in results.failures:
+        print(f"FAILED: {failure}")
+    print("\n".join(webhook_lines(results)))
 
 
 if __name__ == "__main__":
