@@ -214,3 +214,18 @@ async def test_a_disabled_subscriptions_deliveries_wait_until_it_is_enabled(
     await hooks(store).update_subscription(sub.id, spec(), True, at(4))
     [claimed] = await hooks(store).claim_deliveries(10, 30.0, at(5))
     assert claimed.delivery.subscription_id == sub.id
+
+
+async def test_finished_deliveries_are_pruned_after_the_retention(store: Store) -> None:
+    sub = await hooks(store).create_subscription(spec(), SECRET, T0)
+    for second in (0, 1):
+        await enqueue_one(store, at(second))
+        await store.complete([succeeded(await claim_one(store, at(second)))], at(second))
+    [first] = await hooks(store).claim_deliveries(1, 30.0, at(2))
+    done = DeliveryResult(first.delivery.id, 1, True, 200, None)
+    assert await recorded(store, done, 5, at(3))
+    # Only the delivered one goes; the pending one stays however old it is.
+    assert await hooks(store).prune_deliveries(at(100), 10) == 1
+    [left] = await hooks(store).list_deliveries(sub.id, None, 10)
+    assert left.state is DeliveryState.PENDING
+    assert await hooks(store).prune_deliveries(at(100), 10, leader_term=999) == 0

@@ -41,6 +41,10 @@ class WebhookStore(Protocol):
 
     async def redeliver(self, delivery_id: int, now: datetime | None) -> Delivery: ...
 
+    async def prune_deliveries(
+        self, older_than: datetime, limit: int, leader_term: int | None = None
+    ) -> int: ...
+
     async def claim_deliveries(
         self, limit: int, lease_seconds: float, now: datetime | None
     ) -> list[ClaimedDelivery]: ...

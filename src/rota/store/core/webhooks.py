@@ -155,6 +155,20 @@ class CoreWebhooks(CoreBase):
             raise DeliveryNotFound(delivery_id)
         return delivery_from_row(rows[0])
 
+    async def prune_deliveries(
+        self, older_than: datetime, limit: int, leader_term: int | None = None
+    ) -> int:
+        """Delivered and abandoned deliveries that occurred before ``older_than`` (a
+        leader duty, fenced by its term like the pruning of runs)."""
+
+        async def prune(session: Session) -> int:
+            if not await self._term_holds(session, leader_term):
+                return 0
+            params = {"older_than": older_than, "limit": limit}
+            return len(await session.rows("prune_deliveries", params))
+
+        return await self._d.in_transaction(None, prune)
+
     # -- the deliverer (any node; a lease per delivery) ---------------------------
     async def claim_deliveries(
         self, limit: int, lease_seconds: float, now: datetime | None

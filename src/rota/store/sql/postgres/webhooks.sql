@@ -130,3 +130,11 @@ SET state = 'pending', tries = 0, next_attempt_at = COALESCE(%(now)s::timestampt
     lease_expires_at = NULL
 WHERE id = %(id)s
 RETURNING *;
+
+-- name: prune_deliveries
+-- The leader's pruning: finished deliveries older than the runs' retention.
+DELETE FROM rota_webhook_deliveries
+WHERE id IN (SELECT id FROM rota_webhook_deliveries
+             WHERE state <> 'pending' AND occurred_at < %(older_than)s
+             ORDER BY id LIMIT %(limit)s)
+RETURNING id;

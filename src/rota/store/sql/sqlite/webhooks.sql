@@ -110,3 +110,11 @@ UPDATE rota_webhook_deliveries
 SET state = 'pending', tries = 0, next_attempt_at = :now, lease_expires_at = NULL
 WHERE id = :id
 RETURNING *;
+
+-- name: prune_deliveries
+-- The leader's pruning: finished deliveries older than the runs' retention.
+DELETE FROM rota_webhook_deliveries
+WHERE id IN (SELECT id FROM rota_webhook_deliveries
+             WHERE state <> 'pending' AND occurred_at < :older_than
+             ORDER BY id LIMIT :limit)
+RETURNING id;
