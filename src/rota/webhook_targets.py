@@ -73,7 +73,7 @@ async def pin(url: str, allow_private: bool) -> PinnedTarget:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         addresses = await resolve(host, port)
-    except (OSError, UnicodeError):
+    except (OSError, UnicodeError, ValueError):  # ValueError: a NUL in the host
         raise InvalidArgument("url", url, "a URL whose host resolves") from None
     if not addresses:
         raise InvalidArgument("url", url, "a URL whose host resolves")

@@ -54,7 +54,7 @@ async def list_subscriptions(
     return SubscriptionList(items=[SubscriptionOut.of(s) for s in found])
 
 
-@router.post("", status_code=201, responses=responses(*AUTHENTICATED))
+@router.post("", status_code=201, responses=responses(*AUTHENTICATED, 400))
 async def create_subscription(
     request: Request, principal: Admin, context: Context, store: StoreDep, body: SubscriptionCreate
 ) -> SubscriptionWithSecret:
@@ -78,7 +78,7 @@ async def get_subscription(
     return SubscriptionOut.of(await _webhooks(context, store).get(principal, subscription_id))
 
 
-@router.patch("/{subscription_id}", responses=responses(*AUTHENTICATED, 404))
+@router.patch("/{subscription_id}", responses=responses(*AUTHENTICATED, 400, 404))
 async def update_subscription(
     request: Request,
     subscription_id: Id,
