@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import structlog.testing
+
 from rota.clock import FakeClock
 from rota.domain.webhooks import DeliveryState, EventType, SubscriptionSpec
 from rota.store.port import Store
@@ -120,3 +122,26 @@ async def test_rotation_signs_with_both_secrets(store: Store, db_url: str) -> No
     assert receiver.all_signed_by(made.secret)
     assert receiver.all_signed_by(rotated.secret)
     assert len(receiver.received[0].headers["webhook-signature"].split(" ")) == 2
+
+
+async def test_no_secret_in_what_delivery_logs(store: Store, db_url: str) -> None:
+    assert isinstance(store, SqlStore)
+    clock = FakeClock(T0)
+    settings = local_settings(db_url)
+    with receiving() as receiver:
+        made = await _subscribe(Webhooks(store, settings, clock), receiver.url)
+        await finish_runs(store, 2, T0)
+        receiver.status = 500
+        deliverer = Deliverer(store, settings, clock)
+        try:
+            with structlog.testing.capture_logs() as logged:
+                assert await deliverer.drain() == 2
+        finally:
+            await deliverer.close()
+    assert [entry["event"] for entry in logged] == ["webhook delivery failed"] * 2
+    secret_key = made.secret.removeprefix("whsec_")
+    signatures = {r.headers["webhook-signature"] for r in receiver.received}
+    for entry in logged:
+        text = repr(entry)
+        assert secret_key not in text
+        assert not any(signature in text for signature in signatures)
