@@ -14,6 +14,7 @@ from bench import report_issues
 from bench.chart import Bar, write_chart
 from bench.dashboard import dashboard_lines
 from bench.results import Results, Summary
+from bench.webhooks import webhook_lines
 
 SYSTEMS = ("rota", "PgQueuer", "Procrastinate")
 ANALYSIS = Path(__file__).with_name("analysis.md")
@@ -405,6 +406,10 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "## (j) Issue 12: the dashboard's pages",
         "",
         *dashboard_lines(results),
+        "",
+        "## (k) Issue 14: webhook delivery",
+        "",
+        *webhook_lines(results),
         "",
         "## What bounds it",
         "",

@@ -21,6 +21,7 @@ from bench import (
     sustain,
 )
 from bench import dashboard as dashboard_pages
+from bench import webhooks as webhook_delivery
 from bench.config import BenchConfig
 from bench.report import write_report
 from bench.results import Results, say
@@ -87,6 +88,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         observability.scrape_time(cfg, results)
     if "dashboard" in only:
         dashboard_pages.dashboard(cfg, results)
+    if "webhooks" in only:
+        webhook_delivery.webhooks(cfg, results)
 
 
 def run(args: argparse.Namespace, command: str, source: str, all_scenarios: tuple[str, ...]) -> int:

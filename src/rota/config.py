@@ -69,6 +69,12 @@ class Settings:
     handler_idle_in_transaction_seconds: float = 60.0
     handler_statement_timeout_seconds: float = 300.0
     handler_lock_timeout_seconds: float = 30.0
+    # Webhooks (docs/adr/0017-webhooks-outbox.md). Loopback, link-local and private
+    # receivers are refused unless this is on (SSRF; tests and private networks by choice).
+    webhook_allow_private_addresses: bool = False
+    webhook_timeout_seconds: float = 10.0  # per try
+    webhook_max_tries: int = 8  # per delivery, then it is abandoned
+    webhook_disable_after: int = 20  # consecutive failed tries disable a subscription
 
     def __post_init__(self) -> None:
         check_url(self.database_url)
@@ -90,6 +96,7 @@ class Settings:
             "handler_idle_in_transaction_seconds",
             "handler_statement_timeout_seconds",
             "handler_lock_timeout_seconds",
+            "webhook_timeout_seconds",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -98,7 +105,13 @@ class Settings:
             raise InvalidArgument(
                 "shutdown_grace_seconds", self.shutdown_grace_seconds, "a number of seconds >= 0"
             )
-        for name in ("poison_after", "pool_size", "handler_pool_size"):
+        for name in (
+            "poison_after",
+            "pool_size",
+            "handler_pool_size",
+            "webhook_max_tries",
+            "webhook_disable_after",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgument(name, value, "an integer >= 1")

@@ -14,6 +14,7 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import cast
 
 import structlog
 
@@ -25,6 +26,7 @@ from rota.leader import LeaderElector
 from rota.observe import cluster, hooks
 from rota.planner import Planner, TickReport
 from rota.store.port import Store
+from rota.store.webhook_port import WebhookStore
 from rota.supervise import (
     CANCEL_WAIT_SECONDS,
     GaveUp,
@@ -115,6 +117,8 @@ class Housekeeper:
         now = await self.store.now(self.clock.db_now())
         cutoff = now - timedelta(seconds=self.settings.retention_seconds)
         await self.store.prune_workers(cutoff)
+        # Webhook deliveries are kept as long as runs (the one SqlStore has both ports).
+        await cast(WebhookStore, self.store).prune_deliveries(cutoff, PRUNE_BATCH, term)
         return await self.store.prune_finished(cutoff, PRUNE_BATCH, term)
 
     async def reap_cycle(self, term: int | None = None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import cast
 
 import structlog
 
@@ -22,7 +23,9 @@ from rota.domain.runs import check_name
 from rota.handlers import Registry
 from rota.housekeeping import stand_for_leader
 from rota.store.port import Store
+from rota.store.webhook_port import WebhookStore
 from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, watched
+from rota.webhook_delivery import deliver_until
 from rota.worker import Worker, WorkerOptions
 
 log = structlog.get_logger("rota.node")
@@ -79,6 +82,13 @@ class Node:
                 ),
                 name="rota-leader",
             )
+        # Every node delivers webhooks (a lease per delivery; ADR 0017).
+        delivering = watched(
+            deliver_until(
+                cast(WebhookStore, self.store), self.settings, self.clock, stop, self.restarts
+            ),
+            name="rota-webhooks",
+        )
         log.info(
             "node started",
             node_id=self.roles.node_id,
@@ -91,4 +101,5 @@ class Node:
             else:
                 await stop.wait()
         finally:
+            await cancel_and_wait(delivering, CANCEL_WAIT_SECONDS)
             await cancel_and_wait(leading, CANCEL_WAIT_SECONDS)

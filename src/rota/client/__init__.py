@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from rota.client import calls
+from rota.client import calls, webhook_calls
 from rota.client.calls import JsonObject, RunNotFinished
 from rota.client.doors import (
     ApiError,
@@ -53,6 +53,14 @@ class _Calls:
     resume_worker = door_call(calls.resume_worker)
     leader = door_call(calls.leader)
     dev_token = door_call(calls.dev_token)
+    list_webhooks = door_call(webhook_calls.list_webhooks)
+    create_webhook = door_call(webhook_calls.create_webhook)
+    get_webhook = door_call(webhook_calls.get_webhook)
+    update_webhook = door_call(webhook_calls.update_webhook)
+    delete_webhook = door_call(webhook_calls.delete_webhook)
+    rotate_webhook_secret = door_call(webhook_calls.rotate_webhook_secret)
+    webhook_deliveries = door_call(webhook_calls.webhook_deliveries)
+    redeliver = door_call(webhook_calls.redeliver)
 
 
 class RotaClient(_Calls, SyncDoor):

@@ -37,6 +37,12 @@ INSTANT_COLUMNS = frozenset(
         "bucket_start",
         "revoked_at",
         "now",
+        # webhooks
+        "next_attempt_at",
+        "occurred_at",
+        "delivered_at",
+        "disabled_at",
+        "previous_secret_expires_at",
     }
 )
 JSON_COLUMNS = frozenset({"payload", "result", "tags", "queues", "scopes", "namespaces"})

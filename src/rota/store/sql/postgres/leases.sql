@@ -46,7 +46,30 @@ done AS (
     RETURNING r.id, r.fence,
               CASE WHEN c.outcome = 'infrastructure' THEN r.attempt + 1 ELSE r.attempt END
                   AS attempt,
-              r.worker_id, r.started_at, c.outcome, c.error, r.concurrency_key
+              r.worker_id, r.started_at, c.outcome, c.error, r.concurrency_key,
+              r.state, r.namespace, r.handler, r.queue
+),
+events AS (
+    -- The webhook outbox, in this same statement (webhooks.sql, ADR 0017); the CASE
+    -- is domain/webhooks.py EVENT_OF_RUN_STATE.
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, d.event_type, d.id, d.namespace, d.handler, d.queue, d.state, d.attempt,
+           t.now, t.now
+    FROM (SELECT *, CASE state WHEN 'succeeded' THEN 'run.succeeded'
+                               WHEN 'failed' THEN 'run.failed'
+                               WHEN 'timed_out' THEN 'run.failed'
+                               WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                               END AS event_type
+          FROM done) d
+    CROSS JOIN t
+    JOIN rota_webhook_subscriptions s
+      ON s.event_types LIKE '%%,' || d.event_type || ',%%'
+    WHERE EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled)
+      AND s.enabled AND s.namespace = d.namespace
+      AND (s.handler IS NULL OR s.handler = d.handler)
+      AND (s.queue IS NULL OR s.queue = d.queue)
 ),
 recorded AS (
     INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
@@ -120,7 +143,30 @@ reaped AS (
         finished_at = CASE WHEN v.state = 'pending' THEN NULL ELSE t.now END
     FROM input v, t
     WHERE r.id = v.id AND r.fence = v.fence AND r.state IN ('claimed', 'running')
-    RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, r.state, v.attempt_error
+    RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, r.state, v.attempt_error,
+              r.namespace, r.handler, r.queue
+),
+events AS (
+    -- The webhook outbox, in this same statement (see complete; only dead_lettered
+    -- maps to an event here).
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, d.event_type, d.id, d.namespace, d.handler, d.queue, d.state, d.attempt,
+           t.now, t.now
+    FROM (SELECT *, CASE state WHEN 'succeeded' THEN 'run.succeeded'
+                               WHEN 'failed' THEN 'run.failed'
+                               WHEN 'timed_out' THEN 'run.failed'
+                               WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                               END AS event_type
+          FROM reaped) d
+    CROSS JOIN t
+    JOIN rota_webhook_subscriptions s
+      ON s.event_types LIKE '%%,' || d.event_type || ',%%'
+    WHERE EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled)
+      AND s.enabled AND s.namespace = d.namespace
+      AND (s.handler IS NULL OR s.handler = d.handler)
+      AND (s.queue IS NULL OR s.queue = d.queue)
 ),
 recorded AS (
     INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,

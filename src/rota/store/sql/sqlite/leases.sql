@@ -10,6 +10,26 @@ WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
 RETURNING id, cancel_requested, lease_expires_at;
 
 -- name: complete
+-- The webhook outbox, in this same transaction (webhooks.sql, ADR 0017); the CASE is
+-- domain/webhooks.py EVENT_OF_RUN_STATE. The EXISTS guard makes it nearly free when
+-- nothing is subscribed.
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at)
+SELECT s.id, e.event_type, r.id, r.namespace, r.handler, r.queue, e.state, r.attempt,
+       :now, :now
+FROM (SELECT :state AS state,
+             CASE :state WHEN 'succeeded' THEN 'run.succeeded'
+                         WHEN 'failed' THEN 'run.failed'
+                         WHEN 'timed_out' THEN 'run.failed'
+                         WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                         END AS event_type) e
+JOIN rota_runs r ON r.id = :id AND r.fence = :fence AND r.state IN ('claimed', 'running')
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace
+ AND s.event_types LIKE '%,' || e.event_type || ',%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE e.event_type IS NOT NULL
+  AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
 INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
                            outcome, error)
 SELECT id, fence, attempt, worker_id, started_at, :now, :outcome, :error
@@ -61,6 +81,26 @@ LIMIT :limit;
 
 -- name: reap
 -- Writes one reaper's verdict, fenced, with a 'lost' attempt.
+-- The webhook outbox, in this same transaction (webhooks.sql, ADR 0017); the CASE is
+-- domain/webhooks.py EVENT_OF_RUN_STATE. The EXISTS guard makes it nearly free when
+-- nothing is subscribed.
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at)
+SELECT s.id, e.event_type, r.id, r.namespace, r.handler, r.queue, e.state, r.attempt,
+       :now, :now
+FROM (SELECT :state AS state,
+             CASE :state WHEN 'succeeded' THEN 'run.succeeded'
+                         WHEN 'failed' THEN 'run.failed'
+                         WHEN 'timed_out' THEN 'run.failed'
+                         WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                         END AS event_type) e
+JOIN rota_runs r ON r.id = :id AND r.fence = :fence AND r.state IN ('claimed', 'running')
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace
+ AND s.event_types LIKE '%,' || e.event_type || ',%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE e.event_type IS NOT NULL
+  AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
 INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
                            outcome, error)
 SELECT id, fence, attempt, worker_id, started_at, :now, 'lost', :attempt_error

@@ -1,0 +1,227 @@
+"""Webhooks: subscriptions, deliveries, the Standard Webhooks signature and the retry
+schedule. Pure values and rules; the store keeps subscriptions and the outbox,
+rota.webhooks delivers (docs/adr/0017-webhooks-outbox.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from rota.domain.runs import check_name
+from rota.errors import InvalidArgument, RotaError
+
+
+class EventType(StrEnum):
+    RUN_SUCCEEDED = "run.succeeded"
+    RUN_FAILED = "run.failed"  # failed permanently or timed out without retry
+    RUN_DEAD_LETTERED = "run.dead_lettered"
+    # Accepted now so subscriptions can be made ahead; emitted once workflows and
+    # circuit breakers exist (issue 14 items 1, and the workflows issue).
+    WORKFLOW_FINISHED = "workflow.finished"
+    BREAKER_OPENED = "breaker.opened"
+
+
+# The run states that cause an event. The completion and reap SQL (sql/*/leases.sql)
+# spell the same mapping as a CASE; tests/contract/test_store_webhooks.py holds them
+# to this table.
+EVENT_OF_RUN_STATE: dict[str, EventType] = {
+    "succeeded": EventType.RUN_SUCCEEDED,
+    "failed": EventType.RUN_FAILED,
+    "timed_out": EventType.RUN_FAILED,
+    "dead_lettered": EventType.RUN_DEAD_LETTERED,
+}
+SECRET_PREFIX = "whsec_"  # noqa: S105 - the Standard Webhooks prefix, not a secret
+SECRET_BYTES = 32
+MAX_URL_LENGTH = 2048
+EVENT_TYPES_RULE = "one or more of " + ", ".join(e.value for e in EventType)
+
+
+class DeliveryState(StrEnum):
+    PENDING = "pending"  # due at next_attempt_at (or leased by a deliverer)
+    DELIVERED = "delivered"  # the receiver answered 2xx
+    ABANDONED = "abandoned"  # retries spent, or its subscription was disabled
+
+
+class SubscriptionNotFound(RotaError, LookupError):
+    def __init__(self, subscription_id: int) -> None:
+        self.subscription_id = subscription_id
+        super().__init__(f"webhook subscription {subscription_id} does not exist")
+
+
+class DeliveryNotFound(RotaError, LookupError):
+    def __init__(self, delivery_id: int) -> None:
+        self.delivery_id = delivery_id
+        super().__init__(f"webhook delivery {delivery_id} does not exist")
+
+
+def check_event_types(values: object) -> tuple[EventType, ...]:
+    """A non-empty list of known event types, without repeats, in a stable order."""
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidArgument("event_types", values, EVENT_TYPES_RULE)
+    found: set[EventType] = set()
+    for value in values:
+        try:
+            found.add(EventType(value))
+        except ValueError:
+            raise InvalidArgument("event_types", value, EVENT_TYPES_RULE) from None
+    if not found:
+        raise InvalidArgument("event_types", [], EVENT_TYPES_RULE)
+    return tuple(sorted(found))
+
+
+def encode_event_types(types: Iterable[EventType]) -> str:
+    """As stored: ',a,b,' so one LIKE '%,type,%' matches in both dialects."""
+    return "," + ",".join(types) + ","
+
+
+def decode_event_types(stored: str) -> tuple[EventType, ...]:
+    return tuple(EventType(part) for part in stored.strip(",").split(",") if part)
+
+
+def new_secret(random_bytes: bytes) -> str:
+    return SECRET_PREFIX + base64.b64encode(random_bytes).decode()
+
+
+def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """One signature, ``v1,<base64 HMAC-SHA256 of id.timestamp.body>``."""
+    key = base64.b64decode(secret.removeprefix(SECRET_PREFIX))
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.new(key, signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def signature_header(secrets: Iterable[str], message_id: str, timestamp: int, body: bytes) -> str:
+    """Every current secret signs (during a rotation, the new and the previous one),
+    space-separated, so a receiver holding either verifies."""
+    return " ".join(sign(secret, message_id, timestamp, body) for secret in secrets)
+
+
+def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """What a receiver does (used by rota's own tests and the README example)."""
+    expected = sign(secret, headers["webhook-id"], int(headers["webhook-timestamp"]), body)
+    offered = headers["webhook-signature"].split(" ")
+    return any(hmac.compare_digest(expected, sig) for sig in offered)
+
+
+@dataclass(frozen=True)
+class SubscriptionSpec:
+    """What a caller asks for; checked on construction, so nothing invalid is written."""
+
+    namespace: str
+    url: str
+    event_types: tuple[EventType, ...]
+    handler: str | None = None
+    queue: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name("namespace", self.namespace)
+        object.__setattr__(self, "event_types", check_event_types(self.event_types))
+        if self.handler is not None:
+            check_name("handler", self.handler)
+        if self.queue is not None:
+            check_name("queue", self.queue)
+
+
+@dataclass(frozen=True)
+class Subscription:
+    id: int
+    namespace: str
+    url: str
+    event_types: tuple[EventType, ...]
+    handler: str | None
+    queue: str | None
+    enabled: bool
+    disabled_reason: str | None
+    disabled_at: datetime | None
+    consecutive_failures: int
+    created_at: datetime
+    updated_at: datetime
+    rotating: bool  # a previous secret still signs beside the current one
+
+
+@dataclass(frozen=True)
+class SigningKeys:
+    """The secrets that sign a subscription's deliveries now (never logged)."""
+
+    current: str
+    previous: str | None
+
+    def all(self) -> tuple[str, ...]:
+        return (self.current,) if self.previous is None else (self.current, self.previous)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    id: int
+    subscription_id: int
+    event_type: EventType
+    run_id: int
+    namespace: str
+    handler: str
+    queue: str
+    run_state: str
+    attempt: int
+    occurred_at: datetime
+    state: DeliveryState
+    tries: int
+    next_attempt_at: datetime
+    last_status: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+
+    @property
+    def message_id(self) -> str:
+        """webhook-id: the same for every try and every redelivery of this event."""
+        return f"msg_{self.id}"
+
+    def body(self) -> bytes:
+        """The JSON sent; built from stored columns only, so every try sends the same."""
+        document: dict[str, Any] = {
+            "type": self.event_type.value,
+            "timestamp": self.occurred_at.isoformat(),
+            "data": {
+                "run_id": self.run_id,
+                "namespace": self.namespace,
+                "handler": self.handler,
+                "queue": self.queue,
+                "state": self.run_state,
+                "attempt": self.attempt,
+            },
+        }
+        return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    """When to try again, and when to give up on a subscription."""
+
+    max_tries: int = 8  # per delivery, then it is abandoned
+    disable_after: int = 20  # consecutive failed tries of a subscription
+    first_retry_seconds: float = 5.0
+    max_retry_seconds: float = 3600.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_tries", "disable_after"):
+            if getattr(self, name) < 1:
+                raise InvalidArgument(name, getattr(self, name), "an integer >= 1")
+        if not 0 < self.first_retry_seconds <= self.max_retry_seconds:
+            raise InvalidArgument(
+                "first_retry_seconds", self.first_retry_seconds, "> 0 and <= max_retry_seconds"
+            )
+
+    def retry_in(self, tries: int, draw: float) -> float | None:
+        """Seconds until the next try after ``tries`` failed ones (None: give up).
+        Exponential with "equal jitter": ``draw`` in [0, 1) picks between half and all
+        of the step, so receivers that come back are not hit by every retry at once."""
+        if tries >= self.max_tries:
+            return None
+        step = min(self.max_retry_seconds, self.first_retry_seconds * 2.0 ** (tries - 1))
+        return step / 2 + step / 2 * draw
