@@ -26,6 +26,7 @@ from rota.clock import Clock, SystemClock
 from rota.config import Settings
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
+from rota.domain.rates import RateLimit
 from rota.domain.retry import RetryPolicy
 from rota.domain.runs import NewRun, Run
 from rota.domain.workers import WorkerInfo
@@ -80,12 +81,15 @@ class App:
         concurrency_limit: int | None = None,
         singleton: bool = False,
         key_limit: int = 1,
+        rate_limit: str | None = None,
     ) -> Callable[[HandlerFn], HandlerFn]:
         """Register ``fn(ctx, payload)`` (async or plain) under ``name``.
 
         ``tags``: only workers with all of them run it. ``concurrency_limit``: at most
         this many of its runs run at once, cluster-wide (``singleton=True``: one).
-        ``key_limit``: the default cap for runs enqueued with a ``concurrency_key``."""
+        ``key_limit``: the default cap for runs enqueued with a ``concurrency_key``.
+        ``rate_limit``: at most this many starts per period cluster-wide, e.g.
+        ``"100/minute"`` (``/second``, ``/hour``), counted per ``rate_key``."""
 
         def register(fn: HandlerFn) -> HandlerFn:
             spec = make_spec(
@@ -101,6 +105,7 @@ class App:
                 concurrency_limit=concurrency_limit,
                 singleton=singleton,
                 key_limit=key_limit,
+                rate_limit=rate_limit,
             )
             self.registry.register(spec)
             return fn
@@ -129,13 +134,15 @@ class App:
         key_limit: int | None = None,
         deadline: datetime | None = None,
         connection: Any = None,
+        rate_key: str | None = None,
     ) -> int:
         """Create a run; returns its id. A repeated idempotency key returns the id of the
         run it created first. ``tags`` add to the handler's; runs sharing a
         ``concurrency_key`` run at most ``key_limit`` at once (default: the handler's,
         1); ``deadline``: if not started by then, the run is cancelled and never runs.
         ``connection`` (PostgreSQL): a psycopg connection whose open transaction the run
-        is created in, so it exists only if that commits."""
+        is created in, so it exists only if that commits. ``rate_key``: the handler's and
+        queue's rate limits count runs of each key apart (e.g. per customer)."""
         request = RunRequest(
             handler,
             payload,
@@ -149,6 +156,7 @@ class App:
             concurrency_key,
             key_limit,
             deadline,
+            rate_key,
         )
         run = services.new_run(self.registry, request, self.clock.now())
         if connection is not None:
@@ -294,6 +302,18 @@ class App:
 
     def list_limits(self) -> list[Limit]:
         return self._stores.use(services.list_limits)
+
+    def set_rate(self, scope: str, name: str, rate: str) -> RateLimit:
+        """A cluster-wide cap on starts, e.g. ``"100/minute"``, of a ``"queue"`` or
+        ``"handler"`` (per rate_key); replaces a handler's declared rate until a worker
+        starts with the declaration again."""
+        return self._stores.use(services.set_rate, scope, name, rate)
+
+    def clear_rate(self, scope: str, name: str) -> None:
+        self._stores.use(services.clear_rate, scope, name)
+
+    def list_rates(self) -> list[RateLimit]:
+        return self._stores.use(services.list_rates)
 
     def list_workers(self) -> list[WorkerInfo]:
         return self._stores.use(services.list_workers)

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from rota.clock import Clock
 from rota.domain.limits import Limit
+from rota.domain.rates import RateLimit
 from rota.domain.runs import (
     Attempt,
     LogLine,
@@ -65,6 +66,7 @@ REQUEST_FIELDS = (
     "concurrency_key",
     "key_limit",
     "deadline",
+    "rate_key",
 )
 
 
@@ -84,6 +86,7 @@ class RunRequest:
     concurrency_key: str | None = None
     key_limit: int | None = None  # cap for concurrency_key (default: the handler's)
     deadline: datetime | None = None  # start by then, or be cancelled
+    rate_key: str | None = None  # its handler's and queue's rates count each key apart
 
     @classmethod
     def coerce(cls, value: RunRequest | Mapping[str, Any]) -> RunRequest:
@@ -135,6 +138,7 @@ def new_run(
         concurrency_limit=(request.key_limit or spec.key_limit) if key else None,
         deadline=request.deadline,
         correlation_id=correlation_id,
+        rate_key=request.rate_key or None,
     )
 
 
@@ -370,3 +374,19 @@ async def set_limit(store: Store, scope: str, name: str, max_running: int) -> Li
 async def clear_limit(store: Store, scope: str, name: str) -> None:
     if not await store.clear_limit(scope, name):
         raise InvalidArgument("limit", f"{scope}:{name}", "an existing limit (see list_limits)")
+
+
+async def list_rates(store: Store) -> list[RateLimit]:
+    """Every cluster-wide rate limit on run starts."""
+    return await store.list_rates()
+
+
+async def set_rate(store: Store, scope: str, name: str, rate: str) -> RateLimit:
+    limit = RateLimit.parse(scope, name, rate)
+    await store.set_rate(limit)
+    return limit
+
+
+async def clear_rate(store: Store, scope: str, name: str) -> None:
+    if not await store.clear_rate(scope, name):
+        raise InvalidArgument("rate", f"{scope}:{name}", "an existing rate (see list_rates)")

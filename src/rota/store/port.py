@@ -17,6 +17,7 @@ from typing import Protocol
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob
 from rota.domain.limits import Limit
+from rota.domain.rates import RateLimit
 from rota.domain.runs import (
     Attempt,
     ClaimedRun,
@@ -205,6 +206,13 @@ class Store(Protocol):
     async def clear_limit(self, scope: str, name: str) -> bool: ...
 
     async def list_limits(self) -> list[Limit]: ...
+
+    async def set_rate(self, limit: RateLimit) -> None:
+        """At most ``limit.rate`` starts of its queue or handler (per rate_key)."""
+
+    async def clear_rate(self, scope: str, name: str) -> bool: ...
+
+    async def list_rates(self) -> list[RateLimit]: ...
 
     async def expire_deadlines(
         self, now: datetime | None, leader_term: int | None = None
