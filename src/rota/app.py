@@ -24,6 +24,7 @@ from rota import schedules, services
 from rota.bootstrap import caller_connection_enqueue
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
+from rota.domain.breakers import Breaker
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
@@ -82,6 +83,7 @@ class App:
         singleton: bool = False,
         key_limit: int = 1,
         rate_limit: str | None = None,
+        breaker: Breaker | None = None,
     ) -> Callable[[HandlerFn], HandlerFn]:
         """Register ``fn(ctx, payload)`` (async or plain) under ``name``.
 
@@ -89,7 +91,8 @@ class App:
         this many of its runs run at once, cluster-wide (``singleton=True``: one).
         ``key_limit``: the default cap for runs enqueued with a ``concurrency_key``.
         ``rate_limit``: at most this many starts per period cluster-wide, e.g.
-        ``"100/minute"`` (``/second``, ``/hour``), counted per ``rate_key``."""
+        ``"100/minute"`` (``/second``, ``/hour``), counted per ``rate_key``.
+        ``breaker``: a cluster-wide :class:`rota.Breaker` (per ``breaker_key``)."""
 
         def register(fn: HandlerFn) -> HandlerFn:
             spec = make_spec(
@@ -106,6 +109,7 @@ class App:
                 singleton=singleton,
                 key_limit=key_limit,
                 rate_limit=rate_limit,
+                breaker=breaker,
             )
             self.registry.register(spec)
             return fn
@@ -135,6 +139,7 @@ class App:
         deadline: datetime | None = None,
         connection: Any = None,
         rate_key: str | None = None,
+        breaker_key: str | None = None,
     ) -> int:
         """Create a run; returns its id. A repeated idempotency key returns the id of the
         run it created first. ``tags`` add to the handler's; runs sharing a
@@ -142,7 +147,8 @@ class App:
         1); ``deadline``: if not started by then, the run is cancelled and never runs.
         ``connection`` (PostgreSQL): a psycopg connection whose open transaction the run
         is created in, so it exists only if that commits. ``rate_key``: the handler's and
-        queue's rate limits count runs of each key apart (e.g. per customer)."""
+        queue's rate limits count runs of each key apart (e.g. per customer);
+        ``breaker_key``: the handler's circuit breaker trips per key (e.g. per host)."""
         request = RunRequest(
             handler,
             payload,
@@ -157,6 +163,7 @@ class App:
             key_limit,
             deadline,
             rate_key,
+            breaker_key,
         )
         run = services.new_run(self.registry, request, self.clock.now())
         if connection is not None:

@@ -67,6 +67,7 @@ REQUEST_FIELDS = (
     "key_limit",
     "deadline",
     "rate_key",
+    "breaker_key",
 )
 
 
@@ -87,6 +88,7 @@ class RunRequest:
     key_limit: int | None = None  # cap for concurrency_key (default: the handler's)
     deadline: datetime | None = None  # start by then, or be cancelled
     rate_key: str | None = None  # its handler's and queue's rates count each key apart
+    breaker_key: str | None = None  # its handler's breaker trips per key
 
     @classmethod
     def coerce(cls, value: RunRequest | Mapping[str, Any]) -> RunRequest:
@@ -139,6 +141,7 @@ def new_run(
         deadline=request.deadline,
         correlation_id=correlation_id,
         rate_key=request.rate_key or None,
+        breaker_key=request.breaker_key or None,
     )
 
 

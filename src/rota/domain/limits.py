@@ -80,6 +80,7 @@ class Candidate:
     concurrency_key: str | None
     concurrency_limit: int | None
     rate_key: str | None = None
+    breaker_key: str | None = None
 
 
 @dataclass

@@ -35,6 +35,7 @@ def run_item(run: NewRun) -> dict[str, Any]:
         "correlation_id": run.correlation_id,
         "trace_context": run.trace_context,
         "rate_key": run.rate_key,
+        "breaker_key": run.breaker_key,
     }
 
 

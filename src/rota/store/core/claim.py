@@ -11,15 +11,17 @@ own transaction (ADR 0016).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import structlog
 
+from rota.domain.breakers import Breaker, BreakerView
 from rota.domain.limits import Active, Candidate, Limit, Limits, choose
 from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse, micros
 from rota.domain.runs import ClaimedRun
-from rota.store.core.base import CoreBase
+from rota.store.core.breakers import CoreBreakers
 from rota.store.dialect import ClaimLockBusy, Session
 from rota.store.port import ClaimRequest
 from rota.store.rows import claimed_from_row
@@ -30,7 +32,30 @@ LIMITED_ROUNDS = 4  # windows a limited claim may pass over (see _choose_limited
 LIMITS_TTL_SECONDS = 1.0  # limits change rarely: read them at most once a second
 
 
-class CoreClaim(CoreBase):
+@dataclass
+class _Gate:
+    """What a candidate must also pass after the concurrency limits: its breaker, then
+    its rates. A run is counted as a probe only once both let it through."""
+
+    rates: Rates
+    use: RateUse | None
+    view: BreakerView | None
+
+    def admit(self, c: Candidate) -> bool:
+        if self.view is not None and not self.view.allows(c.handler, c.breaker_key):
+            return False
+        if self.use is not None and not self.use.admit(c.queue, c.handler, c.rate_key):
+            return False
+        if self.view is not None:
+            self.view.take(c.handler, c.breaker_key)
+        return True
+
+    @property
+    def handlers(self) -> list[str]:
+        return [*self.rates.handlers, *(self.view.rules if self.view is not None else ())]
+
+
+class CoreClaim(CoreBreakers):
     _limits_cache: tuple[float, Limits, Rates] | None = None
     # When (time.monotonic) a full rate bucket this process saw gets a slot back: an
     # idle worker wakes then instead of at its next poll (see next_due_in).
@@ -48,6 +73,7 @@ class CoreClaim(CoreBase):
                 return []
             keyed = bool(first["keyed"])
         limits, rates = await self._limits()
+        rules = await self._breaker_rules()
         plain = [
             q
             for q in queues
@@ -64,16 +90,17 @@ class CoreClaim(CoreBase):
                     "worker_id": request.worker_id,
                     "lease_seconds": request.lease_seconds,
                     "tags": tags,
-                    "limited_handlers": [*limits.handlers, *rates.handlers],
+                    "limited_handlers": [*limits.handlers, *rates.handlers, *rules],
                 }
                 claimed = [claimed_from_row(row) for row in await session.rows("claim", params)]
             want = request.limit - len(claimed)
-            limited = limits.any or rates.any
+            limited = limits.any or rates.any or bool(rules)
             if want > 0 and not limited and keyed is None:
                 [row] = await session.rows("has_keyed_work", {"queues": queues})
                 keyed = bool(row["keyed"])
         if want > 0 and (limited or keyed):
-            claimed += await self._claim_limited(request, queues, tags, limits, rates, want, now)
+            gates = (limits, rates, rules)
+            claimed += await self._claim_limited(request, queues, tags, gates, want, now)
         return claimed
 
     async def _limits(self) -> tuple[Limits, Rates]:
@@ -97,18 +124,22 @@ class CoreClaim(CoreBase):
         request: ClaimRequest,
         queues: list[str],
         tags: list[str],
-        limits: Limits,
-        rates: Rates,
+        gates: tuple[Limits, Rates, dict[str, Breaker]],
         want: int,
         now: datetime | None,
     ) -> list[ClaimedRun]:
         """Claim runs some limit applies to, one claimer at a time cluster-wide."""
+        limits, rates, rules = gates
 
         async def claim_limited(session: Session) -> list[ClaimedRun]:
             use = await self._rate_use(session, rates) if rates.any else None
-            chosen = await self._choose_limited(session, queues, tags, limits, use, want)
+            view = await self._breaker_view(session, rules) if rules else None
+            gate = _Gate(rates, use, view)
+            chosen = await self._choose_limited(session, queues, tags, limits, gate, want)
             if use is not None:
                 await self._record_starts(session, use)
+            if view is not None:
+                await self._save_view(session, view)
             if not chosen:
                 return []
             params = {
@@ -150,7 +181,7 @@ class CoreClaim(CoreBase):
         queues: list[str],
         tags: list[str],
         limits: Limits,
-        use: RateUse | None,
+        gate: _Gate,
         want: int,
     ) -> list[int]:
         """Serialised: what runs now, and which candidates fit."""
@@ -165,8 +196,8 @@ class CoreClaim(CoreBase):
         window = max(want * 4, 200)
         # A window full of runs whose key filled up is passed over: the next round
         # skips those keys in SQL. A few rounds bound the work under the lock.
-        rates = use.rates if use is not None else Rates()
-        admit = None if use is None else (lambda c: use.admit(c.queue, c.handler, c.rate_key))
+        use = gate.use
+        admit = gate.admit if use is not None or gate.view is not None else None
         for _ in range(LIMITED_ROUNDS):
             full_queues = set(active.full_queues(limits))
             full_handlers = active.full_handlers(limits)
@@ -176,8 +207,8 @@ class CoreClaim(CoreBase):
             params: dict[str, Any] = {
                 "queues": [q for q in queues if q not in full_queues],
                 "tags": tags,
-                "limited_handlers": [*limits.handlers, *rates.handlers],
-                "limited_queues": [*limits.queues, *rates.queues],
+                "limited_handlers": [*limits.handlers, *gate.handlers],
+                "limited_queues": [*limits.queues, *gate.rates.queues],
                 "global_limit": limits.global_max is not None,
                 "full_keys": active.full_keys(),
                 "full_handlers": full_handlers,
@@ -192,6 +223,7 @@ class CoreClaim(CoreBase):
                     r["concurrency_key"],
                     r["concurrency_limit"],
                     r["rate_key"],
+                    r["breaker_key"],
                 )
                 for r in await session.rows("limited_candidates", params)
             ]

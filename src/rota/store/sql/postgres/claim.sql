@@ -83,10 +83,12 @@ GROUP BY queue, handler, concurrency_key;
 -- Runs some limit applies to, per queue in priority order, skipping groups already full.
 -- No row locks: claimers of these runs are serialised by claim_lock.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
-SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key
+SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
+       c.breaker_key
 FROM unnest(%(queues)s::text[]) AS q(name), t,
 LATERAL (
-    SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key, sort_at
+    SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key, breaker_key,
+           sort_at
     FROM rota_runs
     WHERE state IN ('pending', 'retrying') AND queue = q.name AND run_at <= t.now
       AND (concurrency_key IS NOT NULL OR handler = ANY(%(limited_handlers)s::text[])

@@ -46,7 +46,8 @@ done AS (
     RETURNING r.id, r.fence,
               CASE WHEN c.outcome = 'infrastructure' THEN r.attempt + 1 ELSE r.attempt END
                   AS attempt,
-              r.worker_id, r.started_at, c.outcome, c.error, r.concurrency_key
+              r.worker_id, r.started_at, c.outcome, c.error, r.concurrency_key, r.handler,
+              r.breaker_key
 ),
 recorded AS (
     INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
@@ -55,12 +56,13 @@ recorded AS (
     FROM done d, t
     RETURNING run_id
 )
-SELECT run_id AS id FROM recorded
+SELECT rec.run_id AS id, d.handler, d.breaker_key
+FROM recorded rec JOIN done d ON d.id = rec.run_id
 -- A keyed run that ends frees a slot of its key: wake the workers waiting on it now
 -- rather than at their next poll (one notification, delivered at commit).
 UNION ALL
-SELECT NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
-                  WHERE concurrency_key IS NOT NULL LIMIT 1) AS wake;
+SELECT NULL, NULL, NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
+                              WHERE concurrency_key IS NOT NULL LIMIT 1) AS wake;
 
 -- name: recorded_outcomes
 -- After an ambiguous commit: which of these outcomes did land? The outcome must match,

@@ -69,7 +69,8 @@ GROUP BY queue, handler, concurrency_key;
 
 -- name: limited_candidates
 -- Runs some limit applies to, per queue in priority order, skipping groups already full.
-SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit, r.rate_key
+SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit, r.rate_key,
+       r.breaker_key
 FROM json_each(:queues) AS q, rota_runs AS r
 WHERE r.id IN (
     SELECT id FROM rota_runs
