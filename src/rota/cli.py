@@ -184,6 +184,37 @@ def list_limits(db: str | None) -> None:
 
 
 @main.group()
+def breakers() -> None:
+    """Cluster-wide circuit breakers (declared with @app.handler(breaker=...))."""
+
+
+@breakers.command("list")
+@db_option
+def list_breakers(db: str | None) -> None:
+    """Every breaker: its state, failures in a row, and the cause of its last change."""
+    found = _run(lambda: _with_store(_settings(db), services.list_breakers))
+    table = Table("handler", "key", "state", "failures", "probes left", "cause")
+    for b in found:
+        table.add_row(
+            b.handler, b.key, b.state.value, str(b.failures), str(b.probes_left), b.cause or ""
+        )
+    console.print(table)
+
+
+@breakers.command("reset")
+@click.argument("handler")
+@click.option("--key", default="", help="The breaker_key (default: runs without one).")
+@db_option
+def reset_breaker(handler: str, key: str, db: str | None) -> None:
+    """Close a breaker now (recorded as a transition)."""
+    clock = SystemClock()
+    _run(
+        lambda: _with_store(_settings(db), lambda s: services.reset_breaker(s, clock, handler, key))
+    )
+    click.echo(f"{handler} {key or '(no key)'}: closed")
+
+
+@main.group()
 def db() -> None:
     """Schema management."""
 

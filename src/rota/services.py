@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from rota.clock import Clock
+from rota.domain.breakers import BreakerRow, Transition
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
 from rota.domain.runs import (
@@ -377,6 +378,22 @@ async def set_limit(store: Store, scope: str, name: str, max_running: int) -> Li
 async def clear_limit(store: Store, scope: str, name: str) -> None:
     if not await store.clear_limit(scope, name):
         raise InvalidArgument("limit", f"{scope}:{name}", "an existing limit (see list_limits)")
+
+
+async def list_breakers(store: Store) -> list[BreakerRow]:
+    """Every circuit breaker that has seen an outcome, with its state and why."""
+    return await store.list_breakers()
+
+
+async def breaker_transitions(store: Store, limit: int = 50) -> list[Transition]:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise InvalidArgument("limit", limit, "an integer 1-1000")
+    return await store.breaker_transitions(limit)
+
+
+async def reset_breaker(store: Store, clock: Clock, handler: str, key: str = "") -> BreakerRow:
+    """Close a breaker by hand (the transition is recorded with that cause)."""
+    return await store.reset_breaker(handler, key, clock.db_now())
 
 
 async def list_rates(store: Store) -> list[RateLimit]:
