@@ -29,6 +29,7 @@ SCENARIOS = (
     "api",
     "metrics",
     "dashboard",
+    "rates",
 )
 
 

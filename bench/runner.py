@@ -17,6 +17,7 @@ from bench import (
     observability,
     pg,
     profiling,
+    rates,
     scenarios,
     sustain,
 )
@@ -87,6 +88,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         observability.scrape_time(cfg, results)
     if "dashboard" in only:
         dashboard_pages.dashboard(cfg, results)
+    if "rates" in only:
+        rates.rates_and_breakers(cfg, results, worker)
 
 
 def run(args: argparse.Namespace, command: str, source: str, all_scenarios: tuple[str, ...]) -> int:
