@@ -73,3 +73,17 @@ def test_rate_limit_example_runs_as_printed(tmp_path: Path):
     printed = re.search(r"# prints (.*?)  ", rates)
     assert printed is not None
     assert result.stdout.strip().splitlines()[-1] == printed.group(1)
+
+
+def test_breaker_example_runs_as_printed(tmp_path: Path):
+    blocks = _python_blocks()
+    breakers = next(b for b in blocks if "app.list_breakers(" in b)
+    (tmp_path / "tasks.py").write_text(blocks[0])
+    script = "from tasks import app\nimport rota\n" + breakers
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    printed = re.search(r"# prints (.*?)  ", breakers)
+    assert printed is not None
+    assert result.stdout.strip().splitlines()[-1] == printed.group(1)

@@ -24,7 +24,7 @@ from rota import schedules, services
 from rota.bootstrap import caller_connection_enqueue
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
-from rota.domain.breakers import Breaker
+from rota.domain.breakers import Breaker, BreakerRow
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
@@ -321,6 +321,14 @@ class App:
 
     def list_rates(self) -> list[RateLimit]:
         return self._stores.use(services.list_rates)
+
+    def list_breakers(self) -> list[BreakerRow]:
+        """Every circuit breaker that has seen an outcome: state, streak and cause."""
+        return self._stores.use(services.list_breakers)
+
+    def reset_breaker(self, handler: str, key: str = "") -> BreakerRow:
+        """Close a breaker now (recorded as a transition with that cause)."""
+        return self._stores.use(services.reset_breaker, self.clock, handler, key)
 
     def list_workers(self) -> list[WorkerInfo]:
         return self._stores.use(services.list_workers)

@@ -42,8 +42,7 @@ def test_micros_agree_for_floats_and_datetimes() -> None:
 def test_a_full_bucket_says_when_it_frees() -> None:
     rates = Rates(handlers={"h": Rate(2, 1)})
     use = RateUse(rates, now=10_000_000)
-    use.add_live(("handler", "h", ""), 10_300_000)
-    use.add_live(("handler", "h", ""), 10_600_000)
+    use.add_live(("handler", "h", ""), 2, 10_300_000)
     assert not use.admit("q", "h", None)
     assert use.next_free_in() == pytest.approx(0.3)
     assert use.admit("q", "h", "other-key")

@@ -111,13 +111,13 @@ class RateUse:
     rates: Rates
     now: int
     used: Counter[Bucket] = field(default_factory=Counter)
-    # The instants the oldest live starts leave their window, per bucket, ascending.
-    leaving: dict[Bucket, list[int]] = field(default_factory=dict)
+    # When the oldest live start of each bucket leaves its window.
+    first_leaving: dict[Bucket, int] = field(default_factory=dict)
     admitted: list[tuple[Bucket, Rate]] = field(default_factory=list)
 
-    def add_live(self, bucket: Bucket, leaves_at: int) -> None:
-        self.used[bucket] += 1
-        self.leaving.setdefault(bucket, []).append(leaves_at)
+    def add_live(self, bucket: Bucket, count: int, first_leaves_at: int) -> None:
+        self.used[bucket] += count
+        self.first_leaving[bucket] = first_leaves_at
 
     def buckets(self, queue: str, handler: str, rate_key: str | None) -> list[tuple[Bucket, Rate]]:
         key = rate_key or ""
@@ -144,16 +144,14 @@ class RateUse:
         return [n for n, r in rates.items() if self.used[(scope.value, n, "")] >= r.count]
 
     def next_free_in(self) -> float | None:
-        """Seconds until the soonest full bucket gets a slot back (None: none is full)."""
+        """Seconds until the soonest full bucket may get a slot back (None: none is
+        full). A wake-up hint: when a lowered rate left a bucket over its count, its
+        first start leaving frees nothing yet, and the woken worker waits again."""
         soonest: int | None = None
-        for bucket, leaving in self.leaving.items():
+        for bucket, at in self.first_leaving.items():
             rate = self.rate_of(bucket)
             if rate is None or self.used[bucket] < rate.count:
                 continue
-            # The bucket frees when enough of its oldest starts have left the window.
-            overflow = self.used[bucket] - rate.count
-            ordered = sorted(leaving)
-            at = ordered[min(overflow, len(ordered) - 1)]
             soonest = at if soonest is None else min(soonest, at)
         return None if soonest is None else max(soonest - self.now, 0) / 1_000_000
 

@@ -111,6 +111,19 @@ async def record_outcomes(
         failed = is_failure(outcome.attempt_outcome)
         if failed is not None:
             judged.append(((r["handler"], r["breaker_key"] or ""), failed))
+    # A success on a closed breaker with no streak changes nothing: read (no lock) to
+    # skip it, so the common case costs completions no contention on the breaker row.
+    # (A failure committed meanwhile by another completion is then ordered after it.)
+    if judged and not any(failed for _, failed in judged):
+        handlers = sorted({h for (h, _), _ in judged})
+        found = await session.rows("breakers_of", {"handlers": handlers})
+        quiet = {
+            (r["handler"], r["breaker_key"])
+            for r in found
+            if r["state"] == BreakerState.CLOSED.value and r["failures"] == 0
+        }
+        seen = {(r["handler"], r["breaker_key"]) for r in found}
+        judged = [(i, f) for i, f in judged if i in seen and i not in quiet]
     if not judged:
         return []
     now = await _now(session)

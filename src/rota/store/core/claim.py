@@ -160,8 +160,8 @@ class CoreClaim(CoreBreakers):
         [row] = await session.rows("claim_now")
         use = RateUse(rates, micros(row["now"]))
         await session.rows("rate_forget_passed", {"at": use.now})
-        for r in await session.rows("rate_starts_live", {"at": use.now}):
-            use.add_live((r["scope"], r["name"], r["rate_key"]), r["leaves_at"])
+        for r in await session.rows("rate_usage", {"at": use.now}):
+            use.add_live((r["scope"], r["name"], r["rate_key"]), r["used"], r["first_leaves_at"])
         return use
 
     async def _record_starts(self, session: Session, use: RateUse) -> None:

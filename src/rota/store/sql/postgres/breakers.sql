@@ -14,6 +14,11 @@ SET failures = EXCLUDED.failures, window_seconds = EXCLUDED.window_seconds,
 SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
 FROM rota_breakers ORDER BY handler, breaker_key;
 
+-- name: breakers_of
+-- Without a lock: does a success change anything?
+SELECT handler, breaker_key, state, failures FROM rota_breakers
+WHERE handler = ANY(%(handlers)s::text[]);
+
 -- name: breakers_locked
 -- The rows of these handlers, locked (in key order) to change in this transaction.
 SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause

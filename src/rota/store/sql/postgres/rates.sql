@@ -21,8 +21,11 @@ SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 -- name: rate_forget_passed
 DELETE FROM rota_rate_starts WHERE leaves_at <= %(at)s;
 
--- name: rate_starts_live
-SELECT scope, name, rate_key, leaves_at FROM rota_rate_starts WHERE leaves_at > %(at)s;
+-- name: rate_usage
+-- Starts still inside their window per bucket, and when the oldest of them leaves it.
+SELECT scope, name, rate_key, count(*) AS used, min(leaves_at) AS first_leaves_at
+FROM rota_rate_starts WHERE leaves_at > %(at)s
+GROUP BY scope, name, rate_key;
 
 -- name: rate_record
 -- Rows come as parallel arrays.

@@ -14,6 +14,11 @@ SET failures = excluded.failures, window_seconds = excluded.window_seconds,
 SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
 FROM rota_breakers ORDER BY handler, breaker_key;
 
+-- name: breakers_of
+-- Without a lock: does a success change anything?
+SELECT handler, breaker_key, state, failures FROM rota_breakers
+WHERE handler IN (SELECT value FROM json_each(:handlers));
+
 -- name: breakers_locked
 -- The rows of these handlers, to change in this transaction (the writer lock holds
 -- them on SQLite; PostgreSQL locks the rows).

@@ -20,8 +20,11 @@ SELECT :now AS now;
 -- name: rate_forget_passed
 DELETE FROM rota_rate_starts WHERE leaves_at <= :at;
 
--- name: rate_starts_live
-SELECT scope, name, rate_key, leaves_at FROM rota_rate_starts WHERE leaves_at > :at;
+-- name: rate_usage
+-- Starts still inside their window per bucket, and when the oldest of them leaves it.
+SELECT scope, name, rate_key, count(*) AS used, min(leaves_at) AS first_leaves_at
+FROM rota_rate_starts WHERE leaves_at > :at
+GROUP BY scope, name, rate_key;
 
 -- name: rate_record
 INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at)
