@@ -72,6 +72,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
                 latency.latency(cfg, results, system)
         if "limited" in only:
             limited.limited_drain(cfg, results, worker)
+        if "rates" in only:
+            rates.rates_and_breakers(cfg, results, worker)
     if "drain" in only:
         for system in (rota, *PEERS):
             scenarios.pg_drain_analyzed(cfg, results, system)
@@ -88,8 +90,6 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         observability.scrape_time(cfg, results)
     if "dashboard" in only:
         dashboard_pages.dashboard(cfg, results)
-    if "rates" in only:
-        rates.rates_and_breakers(cfg, results, worker)
 
 
 def run(args: argparse.Namespace, command: str, source: str, all_scenarios: tuple[str, ...]) -> int:

@@ -148,6 +148,17 @@ def rules_of(rows: Sequence[Row]) -> dict[str, Breaker]:
 
 class CoreBreakers(CoreBase):
     _rules_cache: tuple[float, dict[str, Breaker]] | None = None
+    _tripped_cache: tuple[float, frozenset[str]] | None = None
+
+    async def _tripped_handlers(self) -> frozenset[str]:
+        """Handlers with a breaker not closed, read at most once a second. Only a hint
+        for when to run the limited claim (probes may start up to a second late): the
+        plain claim itself skips runs whose breaker is not closed, in its statement."""
+        cached = self._tripped_cache
+        if cached is None or time.monotonic() - cached[0] > RULES_TTL_SECONDS:
+            rows = await self._d.rows("breakers_tripped")
+            self._tripped_cache = cached = (time.monotonic(), frozenset(r["handler"] for r in rows))
+        return cached[1]
 
     async def _breaker_rules(self) -> dict[str, Breaker]:
         cached = self._rules_cache
@@ -200,6 +211,7 @@ class CoreBreakers(CoreBase):
             await _save(session, [closed], [transition])
             return closed
 
+        self._tripped_cache = None
         return await self._d.in_transaction(now, reset)
 
     async def _breaker_view(self, session: Session, rules: dict[str, Breaker]) -> BreakerView:

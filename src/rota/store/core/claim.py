@@ -40,6 +40,7 @@ class _Gate:
     rates: Rates
     use: RateUse | None
     view: BreakerView | None
+    tripped: frozenset[str]  # handlers whose runs the plain claim leaves to this path
 
     def admit(self, c: Candidate) -> bool:
         if self.view is not None and not self.view.allows(c.handler, c.breaker_key):
@@ -52,7 +53,7 @@ class _Gate:
 
     @property
     def handlers(self) -> list[str]:
-        return [*self.rates.handlers, *(self.view.rules if self.view is not None else ())]
+        return [*self.rates.handlers, *self.tripped]
 
 
 class CoreClaim(CoreBreakers):
@@ -74,6 +75,7 @@ class CoreClaim(CoreBreakers):
             keyed = bool(first["keyed"])
         limits, rates = await self._limits()
         rules = await self._breaker_rules()
+        tripped = await self._tripped_handlers() if rules else frozenset()
         plain = [
             q
             for q in queues
@@ -90,16 +92,16 @@ class CoreClaim(CoreBreakers):
                     "worker_id": request.worker_id,
                     "lease_seconds": request.lease_seconds,
                     "tags": tags,
-                    "limited_handlers": [*limits.handlers, *rates.handlers, *rules],
+                    "limited_handlers": [*limits.handlers, *rates.handlers],
                 }
                 claimed = [claimed_from_row(row) for row in await session.rows("claim", params)]
             want = request.limit - len(claimed)
-            limited = limits.any or rates.any or bool(rules)
+            limited = limits.any or rates.any or bool(tripped)
             if want > 0 and not limited and keyed is None:
                 [row] = await session.rows("has_keyed_work", {"queues": queues})
                 keyed = bool(row["keyed"])
         if want > 0 and (limited or keyed):
-            gates = (limits, rates, rules)
+            gates = (limits, rates, rules, tripped)
             claimed += await self._claim_limited(request, queues, tags, gates, want, now)
         return claimed
 
@@ -124,17 +126,17 @@ class CoreClaim(CoreBreakers):
         request: ClaimRequest,
         queues: list[str],
         tags: list[str],
-        gates: tuple[Limits, Rates, dict[str, Breaker]],
+        gates: tuple[Limits, Rates, dict[str, Breaker], frozenset[str]],
         want: int,
         now: datetime | None,
     ) -> list[ClaimedRun]:
         """Claim runs some limit applies to, one claimer at a time cluster-wide."""
-        limits, rates, rules = gates
+        limits, rates, rules, tripped = gates
 
         async def claim_limited(session: Session) -> list[ClaimedRun]:
             use = await self._rate_use(session, rates) if rates.any else None
             view = await self._breaker_view(session, rules) if rules else None
-            gate = _Gate(rates, use, view)
+            gate = _Gate(rates, use, view, tripped)
             chosen = await self._choose_limited(session, queues, tags, limits, gate, want)
             if use is not None:
                 await self._record_starts(session, use)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from rota.domain.breakers import Breaker
+from rota.domain.breakers import Breaker, Transition
 from rota.domain.runs import (
     Enqueued,
     Lease,
@@ -38,7 +38,10 @@ def _lease_items(leases: Sequence[Lease | Outcome]) -> list[dict[str, Any]]:
 
 
 async def complete_in(
-    session: Session, outcomes: Sequence[Outcome], rules: Mapping[str, Breaker] | None = None
+    session: Session,
+    outcomes: Sequence[Outcome],
+    rules: Mapping[str, Breaker] | None = None,
+    moved: list[Transition] | None = None,
 ) -> set[int]:
     """Record outcomes whose fence still holds, on ``session``; the run ids written.
     A handler's transaction commits its writes and its outcome this way. With breaker
@@ -59,7 +62,9 @@ async def complete_in(
     if rules is None:
         rules = rules_of(await session.rows("breaker_rules"))
     if rules:
-        await record_outcomes(session, written, outcomes, rules)
+        transitions = await record_outcomes(session, written, outcomes, rules)
+        if moved is not None:
+            moved.extend(transitions)
     return {row["id"] for row in written}
 
 
@@ -97,9 +102,13 @@ class CoreRuns(CoreReads, CoreBreakers):
         if not rules:
             return await complete_in(OneShot(self._d, now), outcomes, rules)
         # A breaker moves in the transaction that records the outcome: it cannot drift.
-        return await self._d.in_transaction(
-            now, lambda session: complete_in(session, outcomes, rules)
+        moved: list[Transition] = []
+        written = await self._d.in_transaction(
+            now, lambda session: complete_in(session, outcomes, rules, moved)
         )
+        if moved:  # this process's next claim sees the new state at once
+            self._tripped_cache = None
+        return written
 
     async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
         if not outcomes:

@@ -27,6 +27,11 @@ picked AS (
           AND queue = q.name AND run_at <= t.now
           AND handler <> ALL(%(limited_handlers)s::text[])
           AND (tags IS NULL OR tags <@ %(tags)s::text[])
+          -- A run whose breaker is open or half-open waits for the limited path (ADR 0016).
+          AND NOT EXISTS (
+              SELECT 1 FROM rota_breakers b
+              WHERE b.handler = rota_runs.handler
+                AND b.breaker_key = COALESCE(rota_runs.breaker_key, '') AND b.state <> 'closed')
           AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
         ORDER BY sort_at, id
         LIMIT %(limit)s

@@ -14,6 +14,10 @@ SET failures = excluded.failures, window_seconds = excluded.window_seconds,
 SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
 FROM rota_breakers ORDER BY handler, breaker_key;
 
+-- name: breakers_tripped
+-- Handlers with a breaker open or half-open: their runs need the limited claim.
+SELECT DISTINCT handler FROM rota_breakers WHERE state <> 'closed';
+
 -- name: breakers_of
 -- Without a lock: does a success change anything?
 SELECT handler, breaker_key, state, failures FROM rota_breakers
