@@ -47,3 +47,27 @@ async def test_resetting_an_unknown_breaker_is_a_clear_client_error(
     response = await client.post("/api/v1/breakers/nobody/reset?key=x", headers=admin)
     assert 400 <= response.status_code < 500
     assert "nobody:x" in response.text
+
+
+async def test_runs_enqueued_over_the_api_carry_their_breaker_key(
+    rota_app: rota.App, client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    store = await rota_app.store()
+    await store.set_breaker_rule("report", Breaker(failures=1, cool_down=3600))
+    body = {"handler": "report", "payload": {"day": "mon"}, "breaker_key": "psp-a"}
+    tripping = await client.post("/api/v1/runs", json=body, headers=admin)
+    assert tripping.status_code == 201, tripping.text
+    claim = ClaimRequest("w", ("default",), 10, 30.0, ())
+    [run] = await store.claim(claim, None)
+    await store.complete(
+        [Outcome(run.run_id, run.fence, RunState.FAILED, AttemptOutcome.FAILED)], None
+    )
+    held = await client.post("/api/v1/runs", json=body, headers=admin)
+    other = await client.post(
+        "/api/v1/runs", json={**body, "breaker_key": "psp-b", "rate_key": "r"}, headers=admin
+    )
+    claimed = {c.run_id for c in await store.claim(claim, None)}
+    assert claimed == {other.json()["run_id"]}, "psp-a is open; psp-b is not"
+    assert held.json()["run_id"] not in claimed
+    bad = await client.post("/api/v1/runs", json={**body, "rate_key": "no spaces"}, headers=admin)
+    assert bad.status_code == 422

@@ -774,6 +774,11 @@ export interface components {
          *     }
          */
         EnqueueRequest: {
+            /**
+             * Breaker Key
+             * @description Its breaker trips per key.
+             */
+            breaker_key?: string | null;
             /** Concurrency Key */
             concurrency_key?: string | null;
             /**
@@ -798,6 +803,11 @@ export interface components {
             priority?: number | null;
             /** Queue */
             queue?: string | null;
+            /**
+             * Rate Key
+             * @description Its rates count each key apart.
+             */
+            rate_key?: string | null;
             /**
              * Run At
              * @description Not before then (default: now).
