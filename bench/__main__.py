@@ -30,6 +30,7 @@ SCENARIOS = (
     "metrics",
     "dashboard",
     "webhooks",
+    "rates",
 )
 
 

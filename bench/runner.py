@@ -17,6 +17,7 @@ from bench import (
     observability,
     pg,
     profiling,
+    rates,
     scenarios,
     sustain,
 )
@@ -72,6 +73,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
                 latency.latency(cfg, results, system)
         if "limited" in only:
             limited.limited_drain(cfg, results, worker)
+        if "rates" in only:
+            rates.rates_and_breakers(cfg, results, worker)
     if "drain" in only:
         for system in (rota, *PEERS):
             scenarios.pg_drain_analyzed(cfg, results, system)

@@ -59,3 +59,31 @@ def test_schedule_and_control_examples_run(tmp_path: Path):
     names, limits = result.stdout.strip().splitlines()[-2:]
     assert names == "['heartbeat', 'nightly-report', 'tomorrow-once']"
     assert limits == "[('queue', 'gpu-work', 8)]"
+
+
+def test_rate_limit_example_runs_as_printed(tmp_path: Path):
+    blocks = _python_blocks()
+    rates = next(b for b in blocks if "app.set_rate(" in b)
+    (tmp_path / "tasks.py").write_text(blocks[0])
+    script = "from tasks import app\nimport rota\n" + rates
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    printed = re.search(r"# prints (.*?)  ", rates)
+    assert printed is not None
+    assert result.stdout.strip().splitlines()[-1] == printed.group(1)
+
+
+def test_breaker_example_runs_as_printed(tmp_path: Path):
+    blocks = _python_blocks()
+    breakers = next(b for b in blocks if "app.list_breakers(" in b)
+    (tmp_path / "tasks.py").write_text(blocks[0])
+    script = "from tasks import app\nimport rota\n" + breakers
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    printed = re.search(r"# prints (.*?)  ", breakers)
+    assert printed is not None
+    assert result.stdout.strip().splitlines()[-1] == printed.group(1)

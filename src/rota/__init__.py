@@ -16,6 +16,7 @@ from rota.clock import Clock, FakeClock, SystemClock
 from rota.config import Settings
 from rota.context import RunContext
 from rota.domain import retry
+from rota.domain.breakers import Breaker
 from rota.domain.jobs import Job, JobSpec
 from rota.domain.states import AttemptOutcome, RunState
 from rota.errors import (
@@ -34,6 +35,7 @@ from rota.services import RunRequest
 __all__ = [
     "App",
     "AttemptOutcome",
+    "Breaker",
     "Clock",
     "FakeClock",
     "HandlerTransactionsExhausted",

@@ -24,8 +24,10 @@ from rota import schedules, services
 from rota.bootstrap import caller_connection_enqueue
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
+from rota.domain.breakers import Breaker, BreakerRow
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
+from rota.domain.rates import RateLimit
 from rota.domain.retry import RetryPolicy
 from rota.domain.runs import NewRun, Run
 from rota.domain.workers import WorkerInfo
@@ -80,12 +82,17 @@ class App:
         concurrency_limit: int | None = None,
         singleton: bool = False,
         key_limit: int = 1,
+        rate_limit: str | None = None,
+        breaker: Breaker | None = None,
     ) -> Callable[[HandlerFn], HandlerFn]:
         """Register ``fn(ctx, payload)`` (async or plain) under ``name``.
 
         ``tags``: only workers with all of them run it. ``concurrency_limit``: at most
         this many of its runs run at once, cluster-wide (``singleton=True``: one).
-        ``key_limit``: the default cap for runs enqueued with a ``concurrency_key``."""
+        ``key_limit``: the default cap for runs enqueued with a ``concurrency_key``.
+        ``rate_limit``: at most this many starts per period cluster-wide, e.g.
+        ``"100/minute"`` (``/second``, ``/hour``), counted per ``rate_key``.
+        ``breaker``: a cluster-wide :class:`rota.Breaker` (per ``breaker_key``)."""
 
         def register(fn: HandlerFn) -> HandlerFn:
             spec = make_spec(
@@ -101,6 +108,8 @@ class App:
                 concurrency_limit=concurrency_limit,
                 singleton=singleton,
                 key_limit=key_limit,
+                rate_limit=rate_limit,
+                breaker=breaker,
             )
             self.registry.register(spec)
             return fn
@@ -129,13 +138,17 @@ class App:
         key_limit: int | None = None,
         deadline: datetime | None = None,
         connection: Any = None,
+        rate_key: str | None = None,
+        breaker_key: str | None = None,
     ) -> int:
         """Create a run; returns its id. A repeated idempotency key returns the id of the
         run it created first. ``tags`` add to the handler's; runs sharing a
         ``concurrency_key`` run at most ``key_limit`` at once (default: the handler's,
         1); ``deadline``: if not started by then, the run is cancelled and never runs.
         ``connection`` (PostgreSQL): a psycopg connection whose open transaction the run
-        is created in, so it exists only if that commits."""
+        is created in, so it exists only if that commits. ``rate_key``: the handler's and
+        queue's rate limits count runs of each key apart (e.g. per customer);
+        ``breaker_key``: the handler's circuit breaker trips per key (e.g. per host)."""
         request = RunRequest(
             handler,
             payload,
@@ -149,6 +162,8 @@ class App:
             concurrency_key,
             key_limit,
             deadline,
+            rate_key,
+            breaker_key,
         )
         run = services.new_run(self.registry, request, self.clock.now())
         if connection is not None:
@@ -294,6 +309,26 @@ class App:
 
     def list_limits(self) -> list[Limit]:
         return self._stores.use(services.list_limits)
+
+    def set_rate(self, scope: str, name: str, rate: str) -> RateLimit:
+        """A cluster-wide cap on starts, e.g. ``"100/minute"``, of a ``"queue"`` or
+        ``"handler"`` (per rate_key); replaces a handler's declared rate until a worker
+        starts with the declaration again."""
+        return self._stores.use(services.set_rate, scope, name, rate)
+
+    def clear_rate(self, scope: str, name: str) -> None:
+        self._stores.use(services.clear_rate, scope, name)
+
+    def list_rates(self) -> list[RateLimit]:
+        return self._stores.use(services.list_rates)
+
+    def list_breakers(self) -> list[BreakerRow]:
+        """Every circuit breaker that has seen an outcome: state, streak and cause."""
+        return self._stores.use(services.list_breakers)
+
+    def reset_breaker(self, handler: str, key: str = "") -> BreakerRow:
+        """Close a breaker now (recorded as a transition with that cause)."""
+        return self._stores.use(services.reset_breaker, self.clock, handler, key)
 
     def list_workers(self) -> list[WorkerInfo]:
         return self._stores.use(services.list_workers)

@@ -133,37 +133,85 @@ def limits() -> None:
 @limits.command("set")
 @click.argument("scope", type=click.Choice(["global", "queue", "handler"]))
 @click.argument("name")
-@click.argument("max_running", type=int)
+@click.argument("max_running", type=int, required=False)
+@click.option("--rate", help="At most this many starts per period, e.g. 100/minute.")
 @db_option
-def set_limit(scope: str, name: str, max_running: int, db: str | None) -> None:
-    """At most MAX_RUNNING runs of SCOPE NAME at once (global takes NAME '*')."""
-    limit = _run(
-        lambda: _with_store(
-            _settings(db), lambda s: services.set_limit(s, scope, name, max_running)
+def set_limit(
+    scope: str, name: str, max_running: int | None, rate: str | None, db: str | None
+) -> None:
+    """At most MAX_RUNNING runs of SCOPE NAME at once (global takes NAME '*'), and/or
+    at most --rate starts (queue and handler scopes, counted per rate_key)."""
+    if max_running is None and rate is None:
+        _fail("give MAX_RUNNING, --rate, or both")
+    if max_running is not None:
+        limit = _run(
+            lambda: _with_store(
+                _settings(db), lambda s: services.set_limit(s, scope, name, max_running)
+            )
         )
-    )
-    click.echo(f"{limit.scope.value} {limit.name}: at most {limit.max_running} running")
+        click.echo(f"{limit.scope.value} {limit.name}: at most {limit.max_running} running")
+    if rate is not None:
+        set_rate = _run(
+            lambda: _with_store(_settings(db), lambda s: services.set_rate(s, scope, name, rate))
+        )
+        click.echo(f"{set_rate.scope.value} {set_rate.name}: at most {set_rate.rate} starts")
 
 
 @limits.command("clear")
 @click.argument("scope", type=click.Choice(["global", "queue", "handler"]))
 @click.argument("name")
+@click.option("--rate", "rate_only", is_flag=True, help="Clear the rate, not the cap.")
 @db_option
-def clear_limit(scope: str, name: str, db: str | None) -> None:
-    """Remove a cap."""
-    _run(lambda: _with_store(_settings(db), lambda s: services.clear_limit(s, scope, name)))
-    click.echo(f"{scope} {name}: no limit")
+def clear_limit(scope: str, name: str, rate_only: bool, db: str | None) -> None:
+    """Remove a cap (or, with --rate, a rate)."""
+    clear = services.clear_rate if rate_only else services.clear_limit
+    _run(lambda: _with_store(_settings(db), lambda s: clear(s, scope, name)))
+    click.echo(f"{scope} {name}: no {'rate' if rate_only else 'limit'}")
 
 
 @limits.command("list")
 @db_option
 def list_limits(db: str | None) -> None:
-    """Every cap in force."""
+    """Every cap and rate in force."""
     found = _run(lambda: _with_store(_settings(db), services.list_limits))
-    table = Table("scope", "name", "max running")
+    rates = _run(lambda: _with_store(_settings(db), services.list_rates))
+    table = Table("scope", "name", "max running", "rate")
     for limit in found:
-        table.add_row(limit.scope.value, limit.name, str(limit.max_running))
+        table.add_row(limit.scope.value, limit.name, str(limit.max_running), "")
+    for rate in rates:
+        table.add_row(rate.scope.value, rate.name, "", str(rate.rate))
     console.print(table)
+
+
+@main.group()
+def breakers() -> None:
+    """Cluster-wide circuit breakers (declared with @app.handler(breaker=...))."""
+
+
+@breakers.command("list")
+@db_option
+def list_breakers(db: str | None) -> None:
+    """Every breaker: its state, failures in a row, and the cause of its last change."""
+    found = _run(lambda: _with_store(_settings(db), services.list_breakers))
+    table = Table("handler", "key", "state", "failures", "probes left", "cause")
+    for b in found:
+        table.add_row(
+            b.handler, b.key, b.state.value, str(b.failures), str(b.probes_left), b.cause or ""
+        )
+    console.print(table)
+
+
+@breakers.command("reset")
+@click.argument("handler")
+@click.option("--key", default="", help="The breaker_key (default: runs without one).")
+@db_option
+def reset_breaker(handler: str, key: str, db: str | None) -> None:
+    """Close a breaker now (recorded as a transition)."""
+    clock = SystemClock()
+    _run(
+        lambda: _with_store(_settings(db), lambda s: services.reset_breaker(s, clock, handler, key))
+    )
+    click.echo(f"{handler} {key or '(no key)'}: closed")
 
 
 @main.group()

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rota.domain.breakers import Breaker
+from rota.domain.rates import Rate
 from rota.domain.retry import DEFAULT_POLICY, RetryPolicy
 from rota.domain.runs import (
     check_name,
@@ -39,6 +41,8 @@ class HandlerSpec:
     tags: tuple[str, ...] = ()  # runs of this handler need workers with these tags
     concurrency_limit: int | None = None  # cluster-wide cap on its running runs
     key_limit: int = 1  # default cap per concurrency_key for its runs
+    rate_limit: Rate | None = None  # cluster-wide cap on its starts (per rate_key)
+    breaker: Breaker | None = None  # cluster-wide circuit breaker (per breaker_key)
 
     def __post_init__(self) -> None:
         """A spec is valid once built: registering a bad handler fails at import time,
@@ -103,6 +107,8 @@ def make_spec(
     concurrency_limit: int | None = None,
     singleton: bool = False,
     key_limit: int = 1,
+    rate_limit: str | None = None,
+    breaker: Breaker | None = None,
 ) -> HandlerSpec:
     """The spec of ``fn`` with the defaults filled in (HandlerSpec validates it)."""
     if singleton:
@@ -124,6 +130,8 @@ def make_spec(
         tags=tags,
         concurrency_limit=concurrency_limit,
         key_limit=key_limit,
+        rate_limit=None if rate_limit is None else Rate.parse(rate_limit),
+        breaker=breaker,
     )
 
 

@@ -25,7 +25,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from rota.clock import Clock
+from rota.domain.breakers import BreakerRow, Transition
 from rota.domain.limits import Limit
+from rota.domain.rates import RateLimit
 from rota.domain.runs import (
     Attempt,
     LogLine,
@@ -65,6 +67,8 @@ REQUEST_FIELDS = (
     "concurrency_key",
     "key_limit",
     "deadline",
+    "rate_key",
+    "breaker_key",
 )
 
 
@@ -84,6 +88,8 @@ class RunRequest:
     concurrency_key: str | None = None
     key_limit: int | None = None  # cap for concurrency_key (default: the handler's)
     deadline: datetime | None = None  # start by then, or be cancelled
+    rate_key: str | None = None  # its handler's and queue's rates count each key apart
+    breaker_key: str | None = None  # its handler's breaker trips per key
 
     @classmethod
     def coerce(cls, value: RunRequest | Mapping[str, Any]) -> RunRequest:
@@ -135,6 +141,8 @@ def new_run(
         concurrency_limit=(request.key_limit or spec.key_limit) if key else None,
         deadline=request.deadline,
         correlation_id=correlation_id,
+        rate_key=request.rate_key or None,
+        breaker_key=request.breaker_key or None,
     )
 
 
@@ -370,3 +378,35 @@ async def set_limit(store: Store, scope: str, name: str, max_running: int) -> Li
 async def clear_limit(store: Store, scope: str, name: str) -> None:
     if not await store.clear_limit(scope, name):
         raise InvalidArgument("limit", f"{scope}:{name}", "an existing limit (see list_limits)")
+
+
+async def list_breakers(store: Store) -> list[BreakerRow]:
+    """Every circuit breaker that has seen an outcome, with its state and why."""
+    return await store.list_breakers()
+
+
+async def breaker_transitions(store: Store, limit: int = 50) -> list[Transition]:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise InvalidArgument("limit", limit, "an integer 1-1000")
+    return await store.breaker_transitions(limit)
+
+
+async def reset_breaker(store: Store, clock: Clock, handler: str, key: str = "") -> BreakerRow:
+    """Close a breaker by hand (the transition is recorded with that cause)."""
+    return await store.reset_breaker(handler, key, clock.db_now())
+
+
+async def list_rates(store: Store) -> list[RateLimit]:
+    """Every cluster-wide rate limit on run starts."""
+    return await store.list_rates()
+
+
+async def set_rate(store: Store, scope: str, name: str, rate: str) -> RateLimit:
+    limit = RateLimit.parse(scope, name, rate)
+    await store.set_rate(limit)
+    return limit
+
+
+async def clear_rate(store: Store, scope: str, name: str) -> None:
+    if not await store.clear_rate(scope, name):
+        raise InvalidArgument("rate", f"{scope}:{name}", "an existing rate (see list_rates)")

@@ -25,6 +25,7 @@ from rota.clock import Clock
 from rota.config import Settings
 from rota.context import RunContext, RunLogger
 from rota.domain.limits import Limit, LimitScope
+from rota.domain.rates import RateLimit, RateScope
 from rota.domain.runs import ClaimedRun, Lease, Outcome, check_name, check_positive_int
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.workers import WorkerInfo, WorkerState
@@ -394,12 +395,17 @@ class Worker:
 
     # -- the registry ---------------------------------------------------------
     async def _publish_handler_limits(self) -> None:
-        """Handler caps are declared in code; every worker writes them to the store,
-        where every claimer reads them (a cap is only as good as its cluster-wide view)."""
+        """Handler caps, rates and breakers are declared in code; every worker writes
+        them to the store, where every claimer reads them (a cap is only as good as its
+        cluster-wide view)."""
         for spec in self.registry.specs():
             if spec.concurrency_limit is not None:
                 limit = Limit(LimitScope.HANDLER, spec.name, spec.concurrency_limit)
                 await self.store.set_limit(limit)
+            if spec.rate_limit is not None:
+                await self.store.set_rate(RateLimit(RateScope.HANDLER, spec.name, spec.rate_limit))
+            if spec.breaker is not None:
+                await self.store.set_breaker_rule(spec.name, spec.breaker)
         # No retry: a worker that cannot write its handlers' caps must not start claiming
         # their runs as if they had none; the error stops the worker with its message.
 

@@ -98,6 +98,7 @@ async def test_each_scope_reaches_exactly_its_routes(
 CLUSTER_WIDE = {
     ("POST", "/api/v1/workers/{node_id}/drain"),
     ("POST", "/api/v1/workers/{node_id}/resume"),
+    ("POST", "/api/v1/breakers/{handler}/reset"),
 }
 
 

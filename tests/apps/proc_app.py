@@ -94,3 +94,10 @@ async def clock(ctx: rota.RunContext, payload: Any) -> dict[str, Any]:
     """This process's wall clock (a chaos scenario checks that faketime shifted it)."""
     mark(ctx, "executed")
     return {"worker": ctx.worker_id, "time": time.time()}
+
+
+@app.handler("rated", rate_limit="20/second")
+async def rated(ctx: rota.RunContext, payload: Any) -> None:
+    """Short work under a rate of 20 starts a second (per rate_key)."""
+    mark(ctx, "started")
+    await asyncio.sleep(0.01)

@@ -104,3 +104,24 @@ async def _leading_and_published() -> bool:
         sample("rota_leader", {"node": "om-leader"}) == 1
         and sample("rota_workers", {"state": "active"}) >= 1
     )
+
+
+async def test_open_breakers_are_a_gauge_per_handler(make_app) -> None:
+    from rota.domain.breakers import Breaker
+    from rota.domain.runs import Outcome
+    from rota.domain.states import AttemptOutcome
+    from rota.store.port import ClaimRequest
+
+    app = make_app()
+    store = await app.store()
+    await store.set_breaker_rule("h", Breaker(failures=1, cool_down=3600))
+    await store.enqueue([NewRun(handler="h", payload_json="1")], None)
+    [run] = await store.claim(ClaimRequest("w", ("default",), 1, 30.0, ()), None)
+    failed = Outcome(run.run_id, run.fence, RunState.FAILED, AttemptOutcome.FAILED)
+    await store.complete([failed], None)
+    await hooks.publish_cluster_gauges(store, app.clock)
+    assert sample("rota_breakers_open", {"handler": "h"}) == 1
+    await store.reset_breaker("h", "", None)
+    await hooks.publish_cluster_gauges(store, app.clock)
+    assert sample("rota_breakers_open", {"handler": "h"}) == 0
+    hooks.OBSERVER.cluster.clear()

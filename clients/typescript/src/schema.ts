@@ -68,6 +68,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/breakers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Breakers
+         * @description Every breaker that has seen an outcome, and the newest transitions.
+         */
+        get: operations["list_breakers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/breakers/{handler}/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reset Breaker
+         * @description Close the breaker of ``handler`` (and ``key``) now; recorded as a transition.
+         */
+        post: operations["reset_breaker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/cron/preview": {
         parameters: {
             query?: never;
@@ -769,6 +809,46 @@ export interface components {
             /** Next Cursor */
             next_cursor: string | null;
         };
+        /** BreakerList */
+        BreakerList: {
+            /** Items */
+            items: components["schemas"]["BreakerOut"][];
+            /**
+             * Transitions
+             * @description The newest transitions first.
+             */
+            transitions: components["schemas"]["TransitionOut"][];
+        };
+        /** BreakerOut */
+        BreakerOut: {
+            /**
+             * Cause
+             * @description Why it last changed state.
+             */
+            cause: string | null;
+            /**
+             * Failures
+             * @description Failures in a row in the current streak.
+             */
+            failures: number;
+            /** Handler */
+            handler: string;
+            /**
+             * Key
+             * @description The runs' breaker_key; empty for runs without one.
+             */
+            key: string;
+            /** Opened At */
+            opened_at: string | null;
+            /** Probes Left */
+            probes_left: number;
+            state: components["schemas"]["BreakerState"];
+        };
+        /**
+         * BreakerState
+         * @enum {string}
+         */
+        BreakerState: "closed" | "open" | "half_open";
         /** CronInstant */
         CronInstant: {
             /**
@@ -854,6 +934,11 @@ export interface components {
          *     }
          */
         EnqueueRequest: {
+            /**
+             * Breaker Key
+             * @description Its breaker trips per key.
+             */
+            breaker_key?: string | null;
             /** Concurrency Key */
             concurrency_key?: string | null;
             /**
@@ -878,6 +963,11 @@ export interface components {
             priority?: number | null;
             /** Queue */
             queue?: string | null;
+            /**
+             * Rate Key
+             * @description Its rates count each key apart.
+             */
+            rate_key?: string | null;
             /**
              * Run At
              * @description Not before then (default: now).
@@ -1458,6 +1548,22 @@ export interface components {
             /** Url */
             url: string;
         };
+        /** TransitionOut */
+        TransitionOut: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Cause */
+            cause: string;
+            from_state: components["schemas"]["BreakerState"];
+            /** Handler */
+            handler: string;
+            /** Key */
+            key: string;
+            to_state: components["schemas"]["BreakerState"];
+        };
         /**
          * TriggerKind
          * @enum {string}
@@ -1790,6 +1896,160 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_breakers: {
+        parameters: {
+            query?: {
+                transitions?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BreakerList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reset_breaker: {
+        parameters: {
+            query?: {
+                key?: string;
+            };
+            header?: never;
+            path: {
+                handler: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BreakerOut"];
                 };
             };
             /** @description Unauthorized */

@@ -23,7 +23,7 @@ from rota.api.auth import ScopeGuard
 from rota.api.context import ApiContext
 from rota.api.middleware import EdgeMiddleware
 from rota.api.ratelimit import FailureBudget, RateLimiter
-from rota.api.routes import access, cluster, jobs, metrics, public, runs, webhooks
+from rota.api.routes import access, breakers, cluster, jobs, metrics, public, runs, webhooks
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.node import NodeRoles
@@ -83,6 +83,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         runs.router,
         runs.dlq,
         cluster.router,
+        breakers.router,
         access.router,
         webhooks.router,
         public.health_router,

@@ -238,6 +238,8 @@ class EnqueueRequest(Request):
     concurrency_key: Name | None = None
     key_limit: Annotated[int, Field(ge=1, le=10_000)] | None = None
     deadline: Instant | None = Field(None, description="Start by then or be cancelled.")
+    rate_key: Name | None = Field(None, description="Its rates count each key apart.")
+    breaker_key: Name | None = Field(None, description="Its breaker trips per key.")
 
 
 # -- runs -----------------------------------------------------------------------------

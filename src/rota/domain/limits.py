@@ -9,6 +9,7 @@ SQLite), so no two claimers can both take the last slot of a limit.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -78,6 +79,8 @@ class Candidate:
     handler: str
     concurrency_key: str | None
     concurrency_limit: int | None
+    rate_key: str | None = None
+    breaker_key: str | None = None
 
 
 @dataclass
@@ -116,8 +119,15 @@ class Active:
         return limits.global_max is not None and self.total >= limits.global_max
 
 
-def choose(candidates: list[Candidate], active: Active, limits: Limits, want: int) -> list[int]:
-    """The first candidates, in the given (priority) order, that fit every limit."""
+def choose(
+    candidates: list[Candidate],
+    active: Active,
+    limits: Limits,
+    want: int,
+    admit: Callable[[Candidate], bool] | None = None,
+) -> list[int]:
+    """The first candidates, in the given (priority) order, that fit every limit.
+    ``admit`` (the rate limits) is asked last, and counts the runs it lets through."""
     chosen: list[int] = []
     for c in candidates:
         if len(chosen) >= want:
@@ -132,6 +142,8 @@ def choose(candidates: list[Candidate], active: Active, limits: Limits, want: in
         if c.concurrency_key is not None and active.keys[c.concurrency_key] >= (
             c.concurrency_limit or 1
         ):
+            continue
+        if admit is not None and not admit(c):
             continue
         chosen.append(c.run_id)
         active.add(c.queue, c.handler, c.concurrency_key, c.concurrency_limit)

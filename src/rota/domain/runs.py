@@ -107,6 +107,8 @@ class NewRun:
     correlation_id: str | None = None  # the request that created it (X-Correlation-ID)
     # The W3C trace context (a traceparent) active when it was enqueued, if tracing is on.
     trace_context: str | None = None
+    rate_key: str | None = None  # its handler's and queue's rates count each key apart
+    breaker_key: str | None = None  # its handler's breaker trips per key (e.g. a host)
 
     def __post_init__(self) -> None:
         """Everything a store will be asked to hold is checked here, so the SQLite and
@@ -126,6 +128,9 @@ class NewRun:
             check_name("concurrency_key", self.concurrency_key)
         if self.concurrency_limit is not None:
             check_positive_int("key_limit", self.concurrency_limit)
+        for key_field in ("rate_key", "breaker_key"):
+            if getattr(self, key_field) is not None:
+                check_name(key_field, getattr(self, key_field))
         for field_name in ("run_at", "slot_at", "deadline"):
             instant = getattr(self, field_name)
             if instant is not None:

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from rota.domain.breakers import BreakerRow, BreakerState
 from rota.observe.cluster import ClusterGauges
 from rota.observe.metrics import Instruments
 
@@ -209,11 +210,23 @@ async def publish_cluster_gauges(store: Store, clock: Clock) -> None:
         now = await store.now(clock.db_now())
         queues = await store.live_queue_counts(now)
         workers = await store.list_workers()
+        breakers = await store.list_breakers()
     except Exception as exc:  # noqa: BLE001 - a metric must not cost the leader its duties
         OBSERVER.cluster.clear()
+        OBSERVER.instruments.breakers_open.clear()
         OBSERVER.failed("cluster_gauges", exc)
         return
     OBSERVER.cluster.publish(queues, workers, now)
+    breakers_seen(breakers)
+
+
+@_guarded("breakers")
+def breakers_seen(breakers: Sequence[BreakerRow]) -> None:
+    gauge = OBSERVER.instruments.breakers_open
+    gauge.clear()
+    for handler in sorted({b.handler for b in breakers}):
+        tripped = sum(b.handler == handler and b.state is not BreakerState.CLOSED for b in breakers)
+        gauge.labels(_handler(handler)).set(tripped)
 
 
 # -- the database and HTTP ------------------------------------------------------------------

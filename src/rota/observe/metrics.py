@@ -119,6 +119,11 @@ class Instruments:
         )
         self.leader = gauge("rota_leader", "1 while this node leads the cluster.", ("node",))
         self.leader_term = gauge("rota_leader_term", "The term this node leads in (0: not).")
+        self.breakers_open = gauge(
+            "rota_breakers_open",
+            "Circuit breakers of a handler open or half-open, as the leader last read them.",
+            ("handler",),
+        )
         self.leader_changes = counter(
             "rota_leader_changes", "Times this node gained or lost leadership."
         )

@@ -15,8 +15,10 @@ from datetime import datetime
 from typing import Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
+from rota.domain.breakers import Breaker, BreakerRow, Transition
 from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob
 from rota.domain.limits import Limit
+from rota.domain.rates import RateLimit
 from rota.domain.runs import (
     Attempt,
     ClaimedRun,
@@ -205,6 +207,23 @@ class Store(Protocol):
     async def clear_limit(self, scope: str, name: str) -> bool: ...
 
     async def list_limits(self) -> list[Limit]: ...
+
+    async def set_rate(self, limit: RateLimit) -> None:
+        """At most ``limit.rate`` starts of its queue or handler (per rate_key)."""
+
+    async def clear_rate(self, scope: str, name: str) -> bool: ...
+
+    async def list_rates(self) -> list[RateLimit]: ...
+
+    async def set_breaker_rule(self, handler: str, rule: Breaker) -> None: ...
+
+    async def list_breakers(self) -> list[BreakerRow]: ...
+
+    async def breaker_transitions(self, limit: int) -> list[Transition]:
+        """The newest ``limit`` breaker transitions, newest first."""
+
+    async def reset_breaker(self, handler: str, key: str, now: datetime | None) -> BreakerRow:
+        """Close a breaker by hand; the transition is recorded."""
 
     async def expire_deadlines(
         self, now: datetime | None, leader_term: int | None = None

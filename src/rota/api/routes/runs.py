@@ -142,6 +142,8 @@ async def enqueue_run(
         concurrency_key=body.concurrency_key,
         key_limit=body.key_limit,
         deadline=body.deadline,
+        rate_key=body.rate_key,
+        breaker_key=body.breaker_key,
     )
     run_id = await services.enqueue_in(
         store,

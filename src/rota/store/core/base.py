@@ -34,6 +34,8 @@ def run_item(run: NewRun) -> dict[str, Any]:
         "deadline": run.deadline,
         "correlation_id": run.correlation_id,
         "trace_context": run.trace_context,
+        "rate_key": run.rate_key,
+        "breaker_key": run.breaker_key,
     }
 
 

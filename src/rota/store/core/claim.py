@@ -3,20 +3,25 @@
 Runs no limit applies to are claimed in one statement (SKIP LOCKED on PostgreSQL;
 SQLite's writer lock serialises it). Runs a limit applies to are chosen under
 ``in_serialised()``: count what runs, pick candidates in priority order in a few rounds,
-and let the domain's ``choose`` keep every limit (ADR 0008).
+and let the domain's ``choose`` keep every limit (ADR 0008). Rate limits ride the same
+serialised path: the log of recent starts is read, extended and pruned in the claim's
+own transaction (ADR 0016).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import structlog
 
+from rota.domain.breakers import Breaker, BreakerView
 from rota.domain.limits import Active, Candidate, Limit, Limits, choose
+from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse, micros
 from rota.domain.runs import ClaimedRun
-from rota.store.core.base import CoreBase
+from rota.store.core.breakers import CoreBreakers
 from rota.store.dialect import ClaimLockBusy, Session
 from rota.store.port import ClaimRequest
 from rota.store.rows import claimed_from_row
@@ -27,8 +32,35 @@ LIMITED_ROUNDS = 4  # windows a limited claim may pass over (see _choose_limited
 LIMITS_TTL_SECONDS = 1.0  # limits change rarely: read them at most once a second
 
 
-class CoreClaim(CoreBase):
-    _limits_cache: tuple[float, Limits] | None = None
+@dataclass
+class _Gate:
+    """What a candidate must also pass after the concurrency limits: its breaker, then
+    its rates. A run is counted as a probe only once both let it through."""
+
+    rates: Rates
+    use: RateUse | None
+    view: BreakerView | None
+    tripped: frozenset[str]  # handlers whose runs the plain claim leaves to this path
+
+    def admit(self, c: Candidate) -> bool:
+        if self.view is not None and not self.view.allows(c.handler, c.breaker_key):
+            return False
+        if self.use is not None and not self.use.admit(c.queue, c.handler, c.rate_key):
+            return False
+        if self.view is not None:
+            self.view.take(c.handler, c.breaker_key)
+        return True
+
+    @property
+    def handlers(self) -> list[str]:
+        return [*self.rates.handlers, *self.tripped]
+
+
+class CoreClaim(CoreBreakers):
+    _limits_cache: tuple[float, Limits, Rates] | None = None
+    # When (time.monotonic) a full rate bucket this process saw gets a slot back: an
+    # idle worker wakes then instead of at its next poll (see next_due_in).
+    _rate_frees_at: float | None = None
 
     async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
         # A queue listed twice would pick its runs twice and fill the limit with
@@ -41,8 +73,14 @@ class CoreClaim(CoreBase):
             if not first["due"]:
                 return []
             keyed = bool(first["keyed"])
-        limits = await self._limits()
-        plain = [q for q in queues if q not in limits.queues and limits.global_max is None]
+        limits, rates = await self._limits()
+        rules = await self._breaker_rules()
+        tripped = await self._tripped_handlers() if rules else frozenset()
+        plain = [
+            q
+            for q in queues
+            if q not in limits.queues and q not in rates.queues and limits.global_max is None
+        ]
         # One connection for the plain claim and, if it left room, the keyed-work check:
         # small claims are frequent, and a second pool checkout each would show.
         async with self._d.session(now) as session:
@@ -54,38 +92,56 @@ class CoreClaim(CoreBase):
                     "worker_id": request.worker_id,
                     "lease_seconds": request.lease_seconds,
                     "tags": tags,
-                    "limited_handlers": list(limits.handlers),
+                    "limited_handlers": [*limits.handlers, *rates.handlers],
                 }
                 claimed = [claimed_from_row(row) for row in await session.rows("claim", params)]
             want = request.limit - len(claimed)
-            if want > 0 and not limits.any and keyed is None:
+            limited = limits.any or rates.any or bool(tripped)
+            if want > 0 and not limited and keyed is None:
                 [row] = await session.rows("has_keyed_work", {"queues": queues})
                 keyed = bool(row["keyed"])
-        if want > 0 and (limits.any or keyed):
-            claimed += await self._claim_limited(request, queues, tags, limits, want, now)
+        if want > 0 and (limited or keyed):
+            gates = (limits, rates, rules, tripped)
+            claimed += await self._claim_limited(request, queues, tags, gates, want, now)
         return claimed
 
-    async def _limits(self) -> Limits:
+    async def _limits(self) -> tuple[Limits, Rates]:
         cached = self._limits_cache
         if cached is None or time.monotonic() - cached[0] > LIMITS_TTL_SECONDS:
             rows = await self._d.rows("limits")
             limits = Limits.of([Limit.parse(r["scope"], r["name"], r["max_running"]) for r in rows])
-            self._limits_cache = cached = (time.monotonic(), limits)
-        return cached[1]
+            rates = Rates.of(await self.list_rates())
+            self._limits_cache = cached = (time.monotonic(), limits, rates)
+        return cached[1], cached[2]
+
+    async def list_rates(self) -> list[RateLimit]:
+        rows = await self._d.rows("rates")
+        return [
+            RateLimit(RateScope(r["scope"]), r["name"], Rate(r["count"], r["period_seconds"]))
+            for r in rows
+        ]
 
     async def _claim_limited(
         self,
         request: ClaimRequest,
         queues: list[str],
         tags: list[str],
-        limits: Limits,
+        gates: tuple[Limits, Rates, dict[str, Breaker], frozenset[str]],
         want: int,
         now: datetime | None,
     ) -> list[ClaimedRun]:
         """Claim runs some limit applies to, one claimer at a time cluster-wide."""
+        limits, rates, rules, tripped = gates
 
         async def claim_limited(session: Session) -> list[ClaimedRun]:
-            chosen = await self._choose_limited(session, queues, tags, limits, want)
+            use = await self._rate_use(session, rates) if rates.any else None
+            view = await self._breaker_view(session, rules) if rules else None
+            gate = _Gate(rates, use, view, tripped)
+            chosen = await self._choose_limited(session, queues, tags, limits, gate, want)
+            if use is not None:
+                await self._record_starts(session, use)
+            if view is not None:
+                await self._save_view(session, view)
             if not chosen:
                 return []
             params = {
@@ -101,8 +157,34 @@ class CoreClaim(CoreBase):
             log.info("limited claim skipped: another claimer holds the limits lock")
             return []
 
+    async def _rate_use(self, session: Session, rates: Rates) -> RateUse:
+        """The starts still inside their window, as of this claim's ``now``."""
+        [row] = await session.rows("claim_now")
+        use = RateUse(rates, micros(row["now"]))
+        await session.rows("rate_forget_passed", {"at": use.now})
+        for r in await session.rows("rate_usage", {"at": use.now}):
+            use.add_live((r["scope"], r["name"], r["rate_key"]), r["used"], r["first_leaves_at"])
+        return use
+
+    async def _record_starts(self, session: Session, use: RateUse) -> None:
+        """One log row per start admitted (written before the claim, in its transaction)."""
+        items = []
+        for (scope, name, key), rate in use.admitted:
+            leaves_at = use.now + rate.period_micros
+            items.append({"scope": scope, "name": name, "rate_key": key, "leaves_at": leaves_at})
+        if items:
+            await session.batch("rate_record", items)
+        free_in = use.next_free_in()
+        self._rate_frees_at = None if free_in is None else time.monotonic() + free_in
+
     async def _choose_limited(
-        self, session: Session, queues: list[str], tags: list[str], limits: Limits, want: int
+        self,
+        session: Session,
+        queues: list[str],
+        tags: list[str],
+        limits: Limits,
+        gate: _Gate,
+        want: int,
     ) -> list[int]:
         """Serialised: what runs now, and which candidates fit."""
         active = Active()
@@ -116,26 +198,38 @@ class CoreClaim(CoreBase):
         window = max(want * 4, 200)
         # A window full of runs whose key filled up is passed over: the next round
         # skips those keys in SQL. A few rounds bound the work under the lock.
+        use = gate.use
+        admit = gate.admit if use is not None or gate.view is not None else None
         for _ in range(LIMITED_ROUNDS):
             full_queues = set(active.full_queues(limits))
+            full_handlers = active.full_handlers(limits)
+            if use is not None:
+                full_queues.update(use.full(RateScope.QUEUE))
+                full_handlers += use.full(RateScope.HANDLER)
             params: dict[str, Any] = {
                 "queues": [q for q in queues if q not in full_queues],
                 "tags": tags,
-                "limited_handlers": list(limits.handlers),
-                "limited_queues": list(limits.queues),
+                "limited_handlers": [*limits.handlers, *gate.handlers],
+                "limited_queues": [*limits.queues, *gate.rates.queues],
                 "global_limit": limits.global_max is not None,
                 "full_keys": active.full_keys(),
-                "full_handlers": active.full_handlers(limits),
+                "full_handlers": full_handlers,
                 "chosen": chosen,
                 "window": window,
             }
             candidates = [
                 Candidate(
-                    r["id"], r["queue"], r["handler"], r["concurrency_key"], r["concurrency_limit"]
+                    r["id"],
+                    r["queue"],
+                    r["handler"],
+                    r["concurrency_key"],
+                    r["concurrency_limit"],
+                    r["rate_key"],
+                    r["breaker_key"],
                 )
                 for r in await session.rows("limited_candidates", params)
             ]
-            chosen += choose(candidates, active, limits, want - len(chosen))
+            chosen += choose(candidates, active, limits, want - len(chosen), admit)
             if len(chosen) >= want or len(candidates) < window:
                 break
         return chosen

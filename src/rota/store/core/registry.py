@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
 from rota.domain.limits import Limit
+from rota.domain.rates import RateLimit
 from rota.domain.settle import deadline_error
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.store.core.claim import CoreClaim
@@ -26,6 +28,21 @@ class CoreRegistry(CoreClaim):
     async def list_limits(self) -> list[Limit]:
         rows = await self._d.rows("limits")
         return [Limit.parse(r["scope"], r["name"], r["max_running"]) for r in rows]
+
+    async def set_rate(self, limit: RateLimit) -> None:
+        rate = limit.rate
+        params = {
+            "scope": limit.scope.value,
+            "name": limit.name,
+            "count": rate.count,
+            "period_seconds": rate.period_seconds,
+        }
+        await self._d.write("set_rate", params)
+        self._forget_limits()
+
+    async def clear_rate(self, scope: str, name: str) -> bool:
+        self._forget_limits()
+        return bool(await self._d.write("clear_rate", {"scope": scope, "name": name}))
 
     async def expire_deadlines(
         self, now: datetime | None, leader_term: int | None = None
@@ -90,4 +107,10 @@ class CoreRegistry(CoreClaim):
             return None  # idle workers poll often: nothing to wake for
         rows = await self._d.rows("next_due_in", {"queues": list(queues)}, now)
         seconds = rows[0]["seconds"] if rows else None
-        return None if seconds is None else float(seconds)
+        due = None if seconds is None else float(seconds)
+        # A run held back by a rate is due, not waiting: wake when its bucket frees.
+        frees_at = self._rate_frees_at
+        if frees_at is not None:
+            frees_in = max(frees_at - time.monotonic(), 0.0)
+            due = frees_in if due is None else min(due, frees_in)
+        return due

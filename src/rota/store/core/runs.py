@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from rota.domain.breakers import Breaker, Transition
 from rota.domain.runs import (
     Enqueued,
     Lease,
@@ -20,6 +21,7 @@ from rota.domain.runs import (
 from rota.domain.settle import CANCELLED_WAITING, RELEASED_ATTEMPT, reap_verdict
 from rota.domain.states import RunState
 from rota.errors import InvalidTransition, RunNotFound
+from rota.store.core.breakers import CoreBreakers, record_outcomes, rules_of
 from rota.store.core.reads import CoreReads
 from rota.store.dialect import OneShot, Session
 
@@ -35,9 +37,15 @@ def _lease_items(leases: Sequence[Lease | Outcome]) -> list[dict[str, Any]]:
     return [{"id": lease.run_id, "fence": lease.fence} for lease in _in_lock_order(leases)]
 
 
-async def complete_in(session: Session, outcomes: Sequence[Outcome]) -> set[int]:
+async def complete_in(
+    session: Session,
+    outcomes: Sequence[Outcome],
+    rules: Mapping[str, Breaker] | None = None,
+    moved: list[Transition] | None = None,
+) -> set[int]:
     """Record outcomes whose fence still holds, on ``session``; the run ids written.
-    A handler's transaction commits its writes and its outcome this way."""
+    A handler's transaction commits its writes and its outcome this way. With breaker
+    ``rules`` (None: read them here), the breakers move on the same session."""
     items = [
         {
             "id": o.run_id,
@@ -50,10 +58,17 @@ async def complete_in(session: Session, outcomes: Sequence[Outcome]) -> set[int]
         }
         for o in _in_lock_order(outcomes)
     ]
-    return {row["id"] for row in await session.batch("complete", items) if row["id"] is not None}
+    written = [row for row in await session.batch("complete", items) if row["id"] is not None]
+    if rules is None:
+        rules = rules_of(await session.rows("breaker_rules"))
+    if rules:
+        transitions = await record_outcomes(session, written, outcomes, rules)
+        if moved is not None:
+            moved.extend(transitions)
+    return {row["id"] for row in written}
 
 
-class CoreRuns(CoreReads):
+class CoreRuns(CoreReads, CoreBreakers):
     # -- producing --------------------------------------------------------------
     async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]:
         return await self._insert_runs(OneShot(self._d, now), runs)
@@ -83,7 +98,17 @@ class CoreRuns(CoreReads):
         # stale here (recorded_outcomes answers the ambiguous-commit question).
         if not outcomes:
             return set()
-        return await complete_in(OneShot(self._d, now), outcomes)
+        rules = await self._breaker_rules()
+        if not rules:
+            return await complete_in(OneShot(self._d, now), outcomes, rules)
+        # A breaker moves in the transaction that records the outcome: it cannot drift.
+        moved: list[Transition] = []
+        written = await self._d.in_transaction(
+            now, lambda session: complete_in(session, outcomes, rules, moved)
+        )
+        if moved:  # this process's next claim sees the new state at once
+            self._tripped_cache = None
+        return written
 
     async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
         if not outcomes:

@@ -28,7 +28,9 @@ RESERVE_IDS = (
 COPY_RUNS = (
     "COPY rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_at,"
     " max_attempts, timeout_seconds, replay_of, job_id, slot_at, tags, concurrency_key,"
-    " concurrency_limit, deadline, correlation_id, trace_context, created_at) FROM STDIN"
+    " concurrency_limit, deadline, correlation_id, trace_context, rate_key, breaker_key,"
+    " created_at)"
+    " FROM STDIN"
 )
 
 
@@ -127,5 +129,7 @@ def _copy_row(run_id: int, run: NewRun, db_now: datetime, aging: timedelta) -> t
         run.deadline,
         run.correlation_id,
         run.trace_context,
+        run.rate_key,
+        run.breaker_key,
         db_now,
     )

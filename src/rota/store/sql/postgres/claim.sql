@@ -27,6 +27,11 @@ picked AS (
           AND queue = q.name AND run_at <= t.now
           AND handler <> ALL(%(limited_handlers)s::text[])
           AND (tags IS NULL OR tags <@ %(tags)s::text[])
+          -- A run whose breaker is open or half-open waits for the limited path (ADR 0016).
+          AND NOT EXISTS (
+              SELECT 1 FROM rota_breakers b
+              WHERE b.handler = rota_runs.handler
+                AND b.breaker_key = COALESCE(rota_runs.breaker_key, '') AND b.state <> 'closed')
           AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
         ORDER BY sort_at, id
         LIMIT %(limit)s
@@ -83,10 +88,13 @@ GROUP BY queue, handler, concurrency_key;
 -- Runs some limit applies to, per queue in priority order, skipping groups already full.
 -- No row locks: claimers of these runs are serialised by claim_lock.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
-SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit
+SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
+       c.breaker_key
 FROM unnest(%(queues)s::text[]) AS q(name), t,
 LATERAL (
-    SELECT id, queue, handler, concurrency_key, concurrency_limit, sort_at FROM rota_runs
+    SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key, breaker_key,
+           sort_at
+    FROM rota_runs
     WHERE state IN ('pending', 'retrying') AND queue = q.name AND run_at <= t.now
       AND (concurrency_key IS NOT NULL OR handler = ANY(%(limited_handlers)s::text[])
            OR q.name = ANY(%(limited_queues)s::text[]) OR %(global_limit)s)

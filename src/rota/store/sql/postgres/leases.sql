@@ -47,7 +47,7 @@ done AS (
               CASE WHEN c.outcome = 'infrastructure' THEN r.attempt + 1 ELSE r.attempt END
                   AS attempt,
               r.worker_id, r.started_at, c.outcome, c.error, r.concurrency_key,
-              r.state, r.namespace, r.handler, r.queue
+              r.state, r.namespace, r.handler, r.queue, r.breaker_key
 ),
 events AS (
     -- The webhook outbox, in this same statement (webhooks.sql, ADR 0017); the CASE
@@ -78,12 +78,13 @@ recorded AS (
     FROM done d, t
     RETURNING run_id
 )
-SELECT run_id AS id FROM recorded
+SELECT rec.run_id AS id, d.handler, d.breaker_key
+FROM recorded rec JOIN done d ON d.id = rec.run_id
 -- A keyed run that ends frees a slot of its key: wake the workers waiting on it now
 -- rather than at their next poll (one notification, delivered at commit).
 UNION ALL
-SELECT NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
-                  WHERE concurrency_key IS NOT NULL LIMIT 1) AS wake;
+SELECT NULL, NULL, NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
+                              WHERE concurrency_key IS NOT NULL LIMIT 1) AS wake;
 
 -- name: recorded_outcomes
 -- After an ambiguous commit: which of these outcomes did land? The outcome must match,

@@ -11,23 +11,25 @@ SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
                        slot_at, tags, concurrency_key, concurrency_limit, deadline,
-                       correlation_id, trace_context, created_at)
+                       correlation_id, trace_context, rate_key, breaker_key,
+                       created_at)
 SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
        COALESCE(r.run_at, t.now),
        COALESCE(r.run_at, t.now) - make_interval(secs => r.priority * %(aging_seconds)s),
        r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, r.job_id, r.slot_at,
        NULLIF(r.tags::text[], '{}'), r.concurrency_key, r.concurrency_limit, r.deadline,
-       r.correlation_id, r.trace_context, t.now
+       r.correlation_id, r.trace_context, r.rate_key, r.breaker_key, t.now
 FROM unnest(%(namespace)s::text[], %(handler)s::text[], %(queue)s::text[],
             %(payload)s::text[], %(priority)s::smallint[], %(run_at)s::timestamptz[],
             %(max_attempts)s::integer[], %(timeout_seconds)s::double precision[],
             %(idempotency_key)s::text[], %(replay_of)s::bigint[], %(job_id)s::bigint[],
             %(slot_at)s::timestamptz[], %(tags)s::text[], %(concurrency_key)s::text[],
             %(concurrency_limit)s::integer[], %(deadline)s::timestamptz[],
-            %(correlation_id)s::text[], %(trace_context)s::text[])
+            %(correlation_id)s::text[], %(trace_context)s::text[], %(rate_key)s::text[],
+            %(breaker_key)s::text[])
      AS r(namespace, handler, queue, payload, priority, run_at, max_attempts,
           timeout_seconds, idempotency_key, replay_of, job_id, slot_at, tags, concurrency_key,
-          concurrency_limit, deadline, correlation_id, trace_context),
+          concurrency_limit, deadline, correlation_id, trace_context, rate_key, breaker_key),
      (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING

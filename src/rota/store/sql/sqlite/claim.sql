@@ -35,6 +35,11 @@ WHERE id IN (
               SELECT 1 FROM json_each(rota_runs.tags)
               WHERE value NOT IN (SELECT value FROM json_each(:tags))))
           AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
+          -- A run whose breaker is open or half-open waits for the limited path (ADR 0016).
+          AND NOT EXISTS (
+              SELECT 1 FROM rota_breakers b
+              WHERE b.handler = rota_runs.handler
+                AND b.breaker_key = COALESCE(rota_runs.breaker_key, '') AND b.state <> 'closed')
         ORDER BY sort_at, id
         LIMIT :limit)
     ORDER BY r.sort_at, r.id
@@ -69,7 +74,8 @@ GROUP BY queue, handler, concurrency_key;
 
 -- name: limited_candidates
 -- Runs some limit applies to, per queue in priority order, skipping groups already full.
-SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit
+SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit, r.rate_key,
+       r.breaker_key
 FROM json_each(:queues) AS q, rota_runs AS r
 WHERE r.id IN (
     SELECT id FROM rota_runs

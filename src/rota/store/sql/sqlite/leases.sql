@@ -50,7 +50,7 @@ SET state = CASE WHEN :state = 'retrying' AND cancel_requested THEN 'cancelled' 
     run_at = CASE WHEN :retry_delay IS NULL THEN run_at ELSE :now + :retry_delay END,
     finished_at = CASE WHEN :state = 'retrying' AND NOT cancel_requested THEN NULL ELSE :now END
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
-RETURNING id;
+RETURNING id, handler, breaker_key;
 
 -- name: recorded_outcomes
 SELECT run_id AS id FROM rota_attempts

@@ -12,12 +12,13 @@ SELECT (julianday('now') - 2440587.5) * 86400.0 AS now;
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
                        slot_at, tags, concurrency_key, concurrency_limit, deadline,
-                       correlation_id, trace_context, created_at)
+                       correlation_id, trace_context, rate_key, breaker_key,
+                       created_at)
 VALUES (:namespace, :handler, :queue, :payload, :priority, COALESCE(:run_at, :now),
         COALESCE(:run_at, :now) - :priority * :aging_seconds,
         :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :job_id, :slot_at,
         :tags, :concurrency_key, :concurrency_limit, :deadline, :correlation_id,
-        :trace_context, :now)
+        :trace_context, :rate_key, :breaker_key, :now)
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
 RETURNING id, namespace, handler, idempotency_key;

@@ -1,0 +1,102 @@
+"""Circuit breakers: their state and recent transitions, and an operator's reset.
+
+Reading needs jobs:read; a reset changes what every namespace's runs of that handler
+get, so, like draining a worker, it needs jobs:admin and every namespace
+(``ClusterAdmin``). ADR 0016."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, Field
+
+from rota import services
+from rota.api.auth import ClusterAdmin, Reader
+from rota.api.context import Context, StoreDep, audit_target
+from rota.api.problems import AUTHENTICATED, responses
+from rota.api.schemas import Name
+from rota.domain.breakers import BreakerRow, BreakerState, Transition
+
+router = APIRouter(prefix="/api/v1", tags=["cluster"])
+
+
+def _at(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, UTC)
+
+
+class BreakerOut(BaseModel):
+    handler: str
+    key: str = Field(description="The runs' breaker_key; empty for runs without one.")
+    state: BreakerState
+    failures: int = Field(description="Failures in a row in the current streak.")
+    probes_left: int
+    opened_at: datetime | None
+    cause: str | None = Field(description="Why it last changed state.")
+
+    @classmethod
+    def of(cls, row: BreakerRow) -> BreakerOut:
+        return cls(
+            handler=row.handler,
+            key=row.key,
+            state=row.state,
+            failures=row.failures,
+            probes_left=row.probes_left,
+            opened_at=None if row.opened_at is None else _at(row.opened_at),
+            cause=row.cause,
+        )
+
+
+class TransitionOut(BaseModel):
+    handler: str
+    key: str
+    from_state: BreakerState
+    to_state: BreakerState
+    at: datetime
+    cause: str
+
+    @classmethod
+    def of(cls, t: Transition) -> TransitionOut:
+        return cls(
+            handler=t.handler,
+            key=t.key,
+            from_state=t.from_state,
+            to_state=t.to_state,
+            at=_at(t.at),
+            cause=t.cause,
+        )
+
+
+class BreakerList(BaseModel):
+    items: list[BreakerOut]
+    transitions: list[TransitionOut] = Field(description="The newest transitions first.")
+
+
+@router.get("/breakers", responses=responses(*AUTHENTICATED))
+async def list_breakers(
+    principal: Reader,
+    store: StoreDep,
+    transitions: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> BreakerList:
+    """Every breaker that has seen an outcome, and the newest transitions."""
+    rows = await services.list_breakers(store)
+    moves = await services.breaker_transitions(store, transitions)
+    return BreakerList(
+        items=[BreakerOut.of(r) for r in rows], transitions=[TransitionOut.of(t) for t in moves]
+    )
+
+
+@router.post("/breakers/{handler}/reset", responses=responses(*AUTHENTICATED, 422))
+async def reset_breaker(
+    request: Request,
+    handler: Annotated[Name, Path()],
+    principal: ClusterAdmin,
+    context: Context,
+    store: StoreDep,
+    key: Annotated[str, Query(max_length=200)] = "",
+) -> BreakerOut:
+    """Close the breaker of ``handler`` (and ``key``) now; recorded as a transition."""
+    audit_target(request, f"breaker {handler}")
+    row = await services.reset_breaker(store, context.clock, handler, key)
+    return BreakerOut.of(row)

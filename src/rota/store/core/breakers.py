@@ -1,0 +1,224 @@
+"""The one SQL store: circuit breakers (ADR 0016).
+
+A breaker's row changes in exactly two transactions: the completion that records an
+attempt's outcome (:func:`record_outcomes`, called by ``complete_in`` on the same
+session) and the serialised limited claim (:meth:`CoreBreakers._breaker_view` /
+:meth:`CoreBreakers._save_view`). The rules themselves are in ``rota.domain.breakers``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from rota.domain.breakers import (
+    Breaker,
+    BreakerRow,
+    BreakerState,
+    BreakerView,
+    Transition,
+    is_failure,
+    on_outcome,
+)
+from rota.domain.rates import micros
+from rota.domain.runs import Outcome
+from rota.errors import InvalidArgument
+from rota.store.core.base import CoreBase
+from rota.store.dialect import Row, Session
+
+RULES_TTL_SECONDS = 1.0  # like the limits: a changed rule applies within a second
+
+
+def _row(r: Row) -> BreakerRow:
+    return BreakerRow(
+        r["handler"],
+        r["breaker_key"],
+        BreakerState(r["state"]),
+        r["failures"],
+        r["streak_started_at"],
+        r["opened_at"],
+        r["probes_left"],
+        r["cause"],
+    )
+
+
+def _saved(row: BreakerRow) -> dict[str, Any]:
+    return {
+        "handler": row.handler,
+        "breaker_key": row.key,
+        "state": row.state.value,
+        "failures": row.failures,
+        "streak_started_at": row.streak_started_at,
+        "opened_at": row.opened_at,
+        "probes_left": row.probes_left,
+        "cause": row.cause,
+    }
+
+
+def _transition(t: Transition) -> dict[str, Any]:
+    return {
+        "handler": t.handler,
+        "breaker_key": t.key,
+        "from_state": t.from_state.value,
+        "to_state": t.to_state.value,
+        "at": t.at,
+        "cause": t.cause,
+    }
+
+
+async def _now(session: Session) -> int:
+    [row] = await session.rows("claim_now")
+    return micros(row["now"])
+
+
+Ident = tuple[str, str]  # (handler, breaker_key)
+
+
+async def _locked(session: Session, idents: set[Ident]) -> dict[Ident, BreakerRow]:
+    """The rows of these (handler, key) pairs, created closed if new, locked."""
+    ordered = sorted(idents)
+    await session.batch("breaker_ensure", [{"handler": h, "breaker_key": k} for h, k in ordered])
+    handlers = sorted({h for h, _ in ordered})
+    rows = await session.rows("breakers_locked", {"handlers": handlers})
+    return {(r["handler"], r["breaker_key"]): _row(r) for r in rows}
+
+
+async def _save(
+    session: Session, rows: Sequence[BreakerRow], transitions: Sequence[Transition]
+) -> None:
+    if rows:
+        await session.batch("breaker_save", [_saved(r) for r in rows])
+    if transitions:
+        await session.batch("breaker_transition", [_transition(t) for t in transitions])
+
+
+async def record_outcomes(
+    session: Session,
+    written: Sequence[Row],
+    outcomes: Sequence[Outcome],
+    rules: Mapping[str, Breaker],
+) -> list[Transition]:
+    """Move the breakers of the runs whose outcome ``written`` says was just recorded,
+    on the same session (so in the same transaction as the outcome)."""
+    by_id = {o.run_id: o for o in outcomes}
+    judged: list[tuple[tuple[str, str], bool]] = []
+    for r in written:
+        outcome = by_id.get(r["id"])
+        if outcome is None or r["handler"] not in rules:
+            continue
+        failed = is_failure(outcome.attempt_outcome)
+        if failed is not None:
+            judged.append(((r["handler"], r["breaker_key"] or ""), failed))
+    # A success on a closed breaker with no streak changes nothing: read (no lock) to
+    # skip it, so the common case costs completions no contention on the breaker row.
+    # (A failure committed meanwhile by another completion is then ordered after it.)
+    if judged and not any(failed for _, failed in judged):
+        handlers = sorted({h for (h, _), _ in judged})
+        found = await session.rows("breakers_of", {"handlers": handlers})
+        quiet = {
+            (r["handler"], r["breaker_key"])
+            for r in found
+            if r["state"] == BreakerState.CLOSED.value and r["failures"] == 0
+        }
+        seen = {(r["handler"], r["breaker_key"]) for r in found}
+        judged = [(i, f) for i, f in judged if i in seen and i not in quiet]
+    if not judged:
+        return []
+    now = await _now(session)
+    rows = await _locked(session, {ident for ident, _ in judged})
+    transitions = []
+    for ident, failed in judged:
+        rows[ident], transition = on_outcome(rows[ident], rules[ident[0]], failed, now)
+        if transition is not None:
+            transitions.append(transition)
+    await _save(session, [rows[ident] for ident in dict(judged)], transitions)
+    return transitions
+
+
+def rules_of(rows: Sequence[Row]) -> dict[str, Breaker]:
+    return {
+        r["handler"]: Breaker(
+            r["failures"], r["window_seconds"], r["cool_down_seconds"], r["probes"]
+        )
+        for r in rows
+    }
+
+
+class CoreBreakers(CoreBase):
+    _rules_cache: tuple[float, dict[str, Breaker]] | None = None
+    _tripped_cache: tuple[float, frozenset[str]] | None = None
+
+    async def _tripped_handlers(self) -> frozenset[str]:
+        """Handlers with a breaker not closed, read at most once a second. Only a hint
+        for when to run the limited claim (probes may start up to a second late): the
+        plain claim itself skips runs whose breaker is not closed, in its statement."""
+        cached = self._tripped_cache
+        if cached is None or time.monotonic() - cached[0] > RULES_TTL_SECONDS:
+            rows = await self._d.rows("breakers_tripped")
+            self._tripped_cache = cached = (time.monotonic(), frozenset(r["handler"] for r in rows))
+        return cached[1]
+
+    async def _breaker_rules(self) -> dict[str, Breaker]:
+        cached = self._rules_cache
+        if cached is None or time.monotonic() - cached[0] > RULES_TTL_SECONDS:
+            rules = rules_of(await self._d.rows("breaker_rules"))
+            self._rules_cache = cached = (time.monotonic(), rules)
+        return cached[1]
+
+    async def set_breaker_rule(self, handler: str, rule: Breaker) -> None:
+        params = {
+            "handler": handler,
+            "failures": rule.failures,
+            "window_seconds": float(rule.window),
+            "cool_down_seconds": float(rule.cool_down),
+            "probes": rule.probes,
+        }
+        await self._d.write("set_breaker_rule", params)
+        self._rules_cache = None
+
+    async def list_breakers(self) -> list[BreakerRow]:
+        return [_row(r) for r in await self._d.rows("breakers")]
+
+    async def breaker_transitions(self, limit: int) -> list[Transition]:
+        rows = await self._d.rows("breaker_transitions", {"limit": limit})
+        return [
+            Transition(
+                r["handler"],
+                r["breaker_key"],
+                BreakerState(r["from_state"]),
+                BreakerState(r["to_state"]),
+                r["at_micros"],
+                r["cause"],
+            )
+            for r in rows
+        ]
+
+    async def reset_breaker(self, handler: str, key: str, now: datetime | None) -> BreakerRow:
+        """Close a breaker by hand (recorded as a transition with that cause)."""
+
+        async def reset(session: Session) -> BreakerRow:
+            rows = await session.rows("breakers_locked", {"handlers": [handler]})
+            found = {r["breaker_key"]: _row(r) for r in rows}
+            if key not in found:
+                raise InvalidArgument("breaker", f"{handler}:{key}", "an existing breaker")
+            row = found[key]
+            cause = "reset by an operator"
+            closed = BreakerRow(handler, key, BreakerState.CLOSED, cause=cause)
+            now_us = await _now(session)
+            transition = Transition(handler, key, row.state, BreakerState.CLOSED, now_us, cause)
+            await _save(session, [closed], [transition])
+            return closed
+
+        self._tripped_cache = None
+        return await self._d.in_transaction(now, reset)
+
+    async def _breaker_view(self, session: Session, rules: dict[str, Breaker]) -> BreakerView:
+        view = BreakerView(rules, await _now(session))
+        rows = await session.rows("breakers_locked", {"handlers": sorted(rules)})
+        view.rows = {(r["handler"], r["breaker_key"]): _row(r) for r in rows}
+        return view
+
+    async def _save_view(self, session: Session, view: BreakerView) -> None:
+        await _save(session, [view.rows[i] for i in sorted(view.changed)], view.transitions)

@@ -1,0 +1,59 @@
+-- Circuit breakers (ADR 0016). Instants are whole microseconds since the epoch.
+
+-- name: breaker_rules
+SELECT handler, failures, window_seconds, cool_down_seconds, probes FROM rota_breaker_rules;
+
+-- name: set_breaker_rule
+INSERT INTO rota_breaker_rules (handler, failures, window_seconds, cool_down_seconds, probes)
+VALUES (%(handler)s, %(failures)s, %(window_seconds)s, %(cool_down_seconds)s, %(probes)s)
+ON CONFLICT (handler) DO UPDATE
+SET failures = EXCLUDED.failures, window_seconds = EXCLUDED.window_seconds,
+    cool_down_seconds = EXCLUDED.cool_down_seconds, probes = EXCLUDED.probes;
+
+-- name: breakers
+SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
+FROM rota_breakers ORDER BY handler, breaker_key;
+
+-- name: breakers_tripped
+-- Handlers with a breaker open or half-open: their runs need the limited claim.
+SELECT DISTINCT handler FROM rota_breakers WHERE state <> 'closed';
+
+-- name: breakers_of
+-- Without a lock: does a success change anything?
+SELECT handler, breaker_key, state, failures FROM rota_breakers
+WHERE handler = ANY(%(handlers)s::text[]);
+
+-- name: breakers_locked
+-- The rows of these handlers, locked (in key order) to change in this transaction.
+SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
+FROM rota_breakers WHERE handler = ANY(%(handlers)s::text[])
+ORDER BY handler, breaker_key
+FOR UPDATE;
+
+-- name: breaker_ensure
+-- Rows come as parallel arrays.
+INSERT INTO rota_breakers (handler, breaker_key, state)
+SELECT h, k, 'closed' FROM unnest(%(handler)s::text[], %(breaker_key)s::text[]) AS i(h, k)
+ORDER BY h, k
+ON CONFLICT (handler, breaker_key) DO NOTHING;
+
+-- name: breaker_save
+UPDATE rota_breakers b
+SET state = i.state, failures = i.failures, streak_started_at = i.streak_started_at,
+    opened_at = i.opened_at, probes_left = i.probes_left, cause = i.cause
+FROM unnest(%(handler)s::text[], %(breaker_key)s::text[], %(state)s::text[],
+            %(failures)s::integer[], %(streak_started_at)s::bigint[], %(opened_at)s::bigint[],
+            %(probes_left)s::integer[], %(cause)s::text[])
+     AS i(handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left,
+          cause)
+WHERE b.handler = i.handler AND b.breaker_key = i.breaker_key;
+
+-- name: breaker_transition
+INSERT INTO rota_breaker_transitions (handler, breaker_key, from_state, to_state, at, cause)
+SELECT * FROM unnest(%(handler)s::text[], %(breaker_key)s::text[], %(from_state)s::text[],
+                     %(to_state)s::text[], %(at)s::bigint[], %(cause)s::text[]);
+
+-- name: breaker_transitions
+SELECT handler, breaker_key, from_state, to_state, at AS at_micros, cause
+FROM rota_breaker_transitions
+ORDER BY id DESC LIMIT %(limit)s;

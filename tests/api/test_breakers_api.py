@@ -1,0 +1,73 @@
+"""/api/v1/breakers: visible to readers, reset by a cluster admin (both stores)."""
+
+from __future__ import annotations
+
+import httpx
+
+import rota
+from rota.domain.breakers import Breaker
+from rota.domain.runs import NewRun, Outcome
+from rota.domain.states import AttemptOutcome, RunState
+from rota.store.port import ClaimRequest
+from tests.api.conftest import Token
+
+
+async def _trip(app: rota.App) -> None:
+    store = await app.store()
+    await store.set_breaker_rule("report", Breaker(failures=1, cool_down=3600))
+    await store.enqueue([NewRun("report", "{}")], None)
+    [run] = await store.claim(ClaimRequest("w", ("default",), 1, 30.0, ()), None)
+    await store.complete(
+        [Outcome(run.run_id, run.fence, RunState.FAILED, AttemptOutcome.FAILED)], None
+    )
+
+
+async def test_an_open_breaker_is_listed_and_reset_by_an_admin_only(
+    rota_app: rota.App, client: httpx.AsyncClient, admin: dict[str, str], auth: Token
+) -> None:
+    await _trip(rota_app)
+    reader = auth(scopes=("jobs:read",))
+    listed = (await client.get("/api/v1/breakers", headers=reader)).json()
+    [breaker] = listed["items"]
+    assert (breaker["handler"], breaker["key"], breaker["state"]) == ("report", "", "open")
+    assert listed["transitions"][0]["cause"] == "1 consecutive failures within 60s"
+    refused = await client.post("/api/v1/breakers/report/reset", headers=reader)
+    assert refused.status_code == 403
+    reset = await client.post("/api/v1/breakers/report/reset", headers=admin)
+    assert reset.status_code == 200, reset.text
+    assert reset.json()["state"] == "closed"
+    again = (await client.get("/api/v1/breakers", headers=reader)).json()
+    assert again["items"][0]["state"] == "closed"
+    assert again["transitions"][0]["cause"] == "reset by an operator"
+
+
+async def test_resetting_an_unknown_breaker_is_a_clear_client_error(
+    client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    response = await client.post("/api/v1/breakers/nobody/reset?key=x", headers=admin)
+    assert 400 <= response.status_code < 500
+    assert "nobody:x" in response.text
+
+
+async def test_runs_enqueued_over_the_api_carry_their_breaker_key(
+    rota_app: rota.App, client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    store = await rota_app.store()
+    await store.set_breaker_rule("report", Breaker(failures=1, cool_down=3600))
+    body = {"handler": "report", "payload": {"day": "mon"}, "breaker_key": "psp-a"}
+    tripping = await client.post("/api/v1/runs", json=body, headers=admin)
+    assert tripping.status_code == 201, tripping.text
+    claim = ClaimRequest("w", ("default",), 10, 30.0, ())
+    [run] = await store.claim(claim, None)
+    await store.complete(
+        [Outcome(run.run_id, run.fence, RunState.FAILED, AttemptOutcome.FAILED)], None
+    )
+    held = await client.post("/api/v1/runs", json=body, headers=admin)
+    other = await client.post(
+        "/api/v1/runs", json={**body, "breaker_key": "psp-b", "rate_key": "r"}, headers=admin
+    )
+    claimed = {c.run_id for c in await store.claim(claim, None)}
+    assert claimed == {other.json()["run_id"]}, "psp-a is open; psp-b is not"
+    assert held.json()["run_id"] not in claimed
+    bad = await client.post("/api/v1/runs", json={**body, "rate_key": "no spaces"}, headers=admin)
+    assert bad.status_code == 422
