@@ -23,7 +23,7 @@ JsonObject = dict[str, Any]
 
 # The states a run does not leave (rota.domain.states.TERMINAL_STATES, as the API's
 # strings; kept here so the client needs nothing but httpx).
-FINISHED = frozenset({"succeeded", "failed", "timed_out", "cancelled", "dead_lettered"})
+FINISHED = frozenset({"succeeded", "failed", "timed_out", "cancelled", "dead_lettered", "skipped"})
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from rota.domain.runs import (
 from rota.domain.settle import CANCELLED_WAITING, RELEASED_ATTEMPT, reap_verdict
 from rota.domain.states import RunState
 from rota.errors import InvalidTransition, RunNotFound
-from rota.store.core.reads import CoreReads
+from rota.store.core.workflows import CoreWorkflows, release_after
 from rota.store.dialect import OneShot, Session
 
 
@@ -37,7 +37,8 @@ def _lease_items(leases: Sequence[Lease | Outcome]) -> list[dict[str, Any]]:
 
 async def complete_in(session: Session, outcomes: Sequence[Outcome]) -> set[int]:
     """Record outcomes whose fence still holds, on ``session``; the run ids written.
-    A handler's transaction commits its writes and its outcome this way."""
+    A handler's transaction commits its writes and its outcome this way. A workflow
+    step's children are released (or skipped) in the same transaction."""
     items = [
         {
             "id": o.run_id,
@@ -50,15 +51,20 @@ async def complete_in(session: Session, outcomes: Sequence[Outcome]) -> set[int]
         }
         for o in _in_lock_order(outcomes)
     ]
-    return {row["id"] for row in await session.batch("complete", items) if row["id"] is not None}
+    written = {row["id"] for row in await session.batch("complete", items) if row["id"] is not None}
+    await release_after(session, written)
+    return written
 
 
-class CoreRuns(CoreReads):
+class CoreRuns(CoreWorkflows):
     # -- producing --------------------------------------------------------------
     async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]:
         return await self._insert_runs(OneShot(self._d, now), runs)
 
     async def replay(self, run_id: int, now: datetime | None) -> int:
+        step = await self.workflow_step_of(run_id)
+        if step is not None:
+            return await self.replay_workflow_step(run_id, step, now)
         [enqueued] = await self.enqueue([replay_request(run_id, await self.get_run(run_id))], now)
         return enqueued.run_id
 
@@ -83,7 +89,7 @@ class CoreRuns(CoreReads):
         # stale here (recorded_outcomes answers the ambiguous-commit question).
         if not outcomes:
             return set()
-        return await complete_in(OneShot(self._d, now), outcomes)
+        return await self._d.in_transaction(now, lambda session: complete_in(session, outcomes))
 
     async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
         if not outcomes:
@@ -120,7 +126,9 @@ class CoreRuns(CoreReads):
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run:
         async def cancel(session: Session) -> None:
             params = {"id": run_id, "error": CANCELLED_WAITING}
-            if not await session.rows("cancel_waiting", params):
+            if cancelled := await session.rows("cancel_waiting", params):
+                await release_after(session, [row["id"] for row in cancelled])
+            else:
                 await session.rows("request_cancel_active", params)
 
         await self._d.in_transaction(now, cancel)
@@ -142,6 +150,7 @@ class CoreRuns(CoreReads):
             if not expired:
                 return []
             rows = await session.batch("reap", [_verdict(row, poison_after) for row in expired])
+            await release_after(session, [row["id"] for row in rows])
             return [ReapedRun(row["id"], row["fence"], RunState(row["state"])) for row in rows]
 
         return await self._d.in_transaction(now, reap)

@@ -39,7 +39,9 @@ INSTANT_COLUMNS = frozenset(
         "now",
     }
 )
-JSON_COLUMNS = frozenset({"payload", "result", "tags", "queues", "scopes", "namespaces"})
+JSON_COLUMNS = frozenset(
+    {"payload", "result", "tags", "queues", "scopes", "namespaces", "definition", "step_input"}
+)
 
 
 def to_instant(value: float | None) -> datetime | None:

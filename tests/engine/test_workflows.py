@@ -1,0 +1,279 @@
+"""Workflows end to end on both stores: a real worker runs the steps; fan-out, fan-in,
+trigger rules, cancel and replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import rota
+from rota.domain.states import RunState
+from rota.domain.workflow_runs import WorkflowRunView
+from rota.domain.workflows import WorkflowInvalid, WorkflowState
+from tests.engine.conftest import working
+from tests.helpers import eventually
+
+
+async def finished(app: rota.App, workflow_run_id: int) -> WorkflowRunView:
+    store = await app.store()
+
+    async def done() -> WorkflowRunView | None:
+        view = await store.workflow_run(workflow_run_id)
+        return view if view.state is not WorkflowState.RUNNING else None
+
+    return await eventually(done, timeout=60, what=f"workflow run {workflow_run_id} to end")
+
+
+def states(view: WorkflowRunView) -> dict[str, RunState]:
+    return {step.name: step.state for step in view.steps}
+
+
+async def test_diamond_fans_in_with_parents_results_and_the_payload(make_app):
+    app = make_app()
+    seen: dict[str, Any] = {}
+
+    @app.handler("source")
+    def source(ctx: rota.RunContext, payload: dict) -> int:
+        return int(payload["n"])
+
+    @app.handler("double")
+    def double(ctx: rota.RunContext, payload: dict) -> int:
+        return 2 * int(ctx.parents["source"])
+
+    @app.handler("square")
+    def square(ctx: rota.RunContext, payload: dict) -> int:
+        return int(ctx.parents["source"]) ** 2
+
+    @app.handler("join")
+    def join(ctx: rota.RunContext, payload: dict) -> int:
+        seen.update(parents=ctx.parents, payload=payload, workflow=ctx.workflow_payload)
+        return int(ctx.parents["double"]) + int(ctx.parents["square"])
+
+    flow = rota.Workflow("diamond")
+    top = flow.step("source")
+    left = flow.step("double", after=[top])
+    right = flow.step("square", after=[top])
+    flow.step("join", after=[left, right])
+    app.workflow(flow)
+
+    async with working(app):
+        workflow_run_id = await app.start_workflow_async("diamond", {"n": 3})
+        view = await finished(app, workflow_run_id)
+    assert view.state is WorkflowState.SUCCEEDED
+    assert seen == {
+        "parents": {"double": 6, "square": 9},
+        "payload": {"n": 3},
+        "workflow": {"n": 3},
+    }
+    assert view.duration is not None
+    assert view.duration >= 0
+
+
+async def test_a_map_over_1000_items_then_fan_in(make_app):
+    app = make_app()
+
+    @app.handler("list")
+    def make_list(ctx: rota.RunContext, payload: Any) -> list[int]:
+        return list(range(1000))
+
+    @app.handler("inc")
+    def inc(ctx: rota.RunContext, item: int) -> int:
+        return item + 1
+
+    @app.handler("total")
+    def total(ctx: rota.RunContext, payload: Any) -> int:
+        return sum(ctx.parents["each"])
+
+    flow = rota.Workflow("fan")
+    listed = flow.step("list")
+    each = flow.map("each", handler="inc", over=listed)
+    flow.step("total", after=[each])
+    app.workflow(flow)
+
+    async with working(app, concurrency=16):
+        workflow_run_id = await app.start_workflow_async("fan")
+        view = await finished(app, workflow_run_id)
+    assert view.state is WorkflowState.SUCCEEDED
+    store = await app.store()
+    total_run = await store.get_run(view.steps[2].run_id or 0)
+    assert total_run is not None
+    assert total_run.result == sum(range(1, 1001))
+    assert view.steps[1].items == {"succeeded": 1000}
+
+
+async def test_a_map_over_nothing_fans_in_at_once_and_a_non_list_fails_clearly(make_app):
+    app = make_app()
+
+    @app.handler("give")
+    def give(ctx: rota.RunContext, payload: Any) -> Any:
+        return payload
+
+    @app.handler("each")
+    def each(ctx: rota.RunContext, item: Any) -> Any:
+        return item
+
+    @app.handler("after")
+    def after(ctx: rota.RunContext, payload: Any) -> Any:
+        return ctx.parents["each"]
+
+    flow = rota.Workflow("maybe-list")
+    given = flow.step("give")
+    mapped = flow.map("each", over=given)
+    flow.step("after", after=[mapped])
+    app.workflow(flow)
+
+    async with working(app):
+        empty = await finished(app, await app.start_workflow_async("maybe-list", []))
+        scalar = await finished(app, await app.start_workflow_async("maybe-list", {"a": 1}))
+    assert states(empty) == {
+        "give": RunState.SUCCEEDED,
+        "each": RunState.SUCCEEDED,
+        "after": RunState.SUCCEEDED,
+    }
+    assert states(scalar)["each"] is RunState.FAILED
+    assert scalar.steps[1].error == (
+        "map step 'each' needs a list from step 'give'; it returned dict"
+    )
+    assert states(scalar)["after"] is RunState.SKIPPED
+    assert scalar.state is WorkflowState.FAILED
+
+
+@pytest.mark.parametrize(
+    ("trigger", "expected"),
+    [
+        ("all_succeeded", RunState.SKIPPED),
+        ("all_done", RunState.SUCCEEDED),
+        ("any_succeeded", RunState.SUCCEEDED),
+    ],
+)
+async def test_trigger_rules_with_a_failing_parent(make_app, trigger, expected):
+    app = make_app()
+
+    @app.handler("ok")
+    def ok(ctx: rota.RunContext, payload: Any) -> str:
+        return "ok"
+
+    @app.handler("broken", max_attempts=1)
+    def broken(ctx: rota.RunContext, payload: Any) -> None:
+        raise rota.PermanentFailure("no")
+
+    @app.handler("below")
+    def below(ctx: rota.RunContext, payload: Any) -> Any:
+        return ctx.parents
+
+    flow = rota.Workflow("rules")
+    good = flow.step("ok")
+    bad = flow.step("broken")
+    flow.step("below", after=[good, bad], trigger=trigger)
+    flow.step("tail", handler="ok", after=["below"])
+    app.workflow(flow)
+
+    async with working(app):
+        view = await finished(app, await app.start_workflow_async("rules"))
+    assert states(view)["broken"] is RunState.FAILED
+    assert states(view)["below"] is expected
+    assert states(view)["tail"] is expected
+    assert view.state is WorkflowState.FAILED  # a step failed, whatever ran after it
+
+
+async def test_any_succeeded_skips_when_every_parent_failed(make_app):
+    app = make_app()
+
+    @app.handler("broken", max_attempts=1)
+    def broken(ctx: rota.RunContext, payload: Any) -> None:
+        raise rota.PermanentFailure("no")
+
+    @app.handler("below")
+    def below(ctx: rota.RunContext, payload: Any) -> None:
+        return None
+
+    flow = rota.Workflow("none-ok")
+    one = flow.step("one", handler="broken")
+    two = flow.step("two", handler="broken")
+    flow.step("below", after=[one, two], trigger="any_succeeded")
+    app.workflow(flow)
+    async with working(app):
+        view = await finished(app, await app.start_workflow_async("none-ok"))
+    assert states(view)["below"] is RunState.SKIPPED
+
+
+async def test_cancel_mid_workflow_cancels_unfinished_steps(make_app):
+    app = make_app()
+
+    @app.handler("first")
+    def first(ctx: rota.RunContext, payload: Any) -> None:
+        ctx.cancelled.wait(30)  # held until the cancel reaches it
+
+    @app.handler("second")
+    def second(ctx: rota.RunContext, payload: Any) -> None:
+        return None
+
+    flow = rota.Workflow("long")
+    flow.step("second", after=[flow.step("first")])
+    app.workflow(flow)
+    store = await app.store()
+    async with working(app):
+        workflow_run_id = await app.start_workflow_async("long")
+
+        async def first_running() -> bool:
+            view = await store.workflow_run(workflow_run_id)
+            return states(view)["first"] in (RunState.CLAIMED, RunState.RUNNING)
+
+        await eventually(first_running, what="the first step to start")
+        await store.cancel_workflow_run(workflow_run_id, None)
+        view = await finished(app, workflow_run_id)
+    assert view.state is WorkflowState.CANCELLED
+    assert states(view) == {"first": RunState.CANCELLED, "second": RunState.CANCELLED}
+
+
+async def test_replaying_a_dead_step_rejoins_and_the_workflow_resumes(make_app):
+    app = make_app()
+    broken = {"on": True}
+
+    @app.handler("flaky", max_attempts=1)
+    def flaky(ctx: rota.RunContext, payload: Any) -> str:
+        if broken["on"]:
+            raise RuntimeError("down")
+        return "up"
+
+    @app.handler("after")
+    def after(ctx: rota.RunContext, payload: Any) -> Any:
+        return ctx.parents["flaky"]
+
+    flow = rota.Workflow("resume")
+    flow.step("after", after=[flow.step("flaky")])
+    app.workflow(flow)
+    store = await app.store()
+    async with working(app):
+        workflow_run_id = await app.start_workflow_async("resume")
+        failed = await finished(app, workflow_run_id)
+        assert states(failed) == {"flaky": RunState.DEAD_LETTERED, "after": RunState.SKIPPED}
+        broken["on"] = False
+        await store.replay(failed.steps[0].run_id or 0, None)
+        view = await finished(app, workflow_run_id)
+    assert view.state is WorkflowState.SUCCEEDED
+    after_run = await store.get_run(view.steps[1].run_id or 0)
+    assert after_run is not None
+    assert after_run.result == "up"
+
+
+def test_definitions_are_checked_when_registered(make_app):
+    app = make_app()
+
+    @app.handler("h")
+    def h(ctx: rota.RunContext, payload: Any) -> None:
+        return None
+
+    flow = rota.Workflow("loop")
+    flow.step("a", handler="h", after=["c"])
+    flow.step("b", handler="h", after=["a"])
+    flow.step("c", handler="h", after=["b"])
+    with pytest.raises(WorkflowInvalid, match="'a -> b -> c -> a'"):
+        app.workflow(flow)
+    unknown = rota.Workflow("unknown")
+    unknown.step("a", handler="nobody")
+    with pytest.raises(WorkflowInvalid, match="'nobody'; expected a registered handler"):
+        app.workflow(unknown)
+    with pytest.raises(WorkflowInvalid, match="workflow: 'nothing'"):
+        app.start_workflow("nothing")
