@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -64,7 +66,7 @@ def test_a_cycle_is_always_found_and_named_as_a_real_path(graph):
     assert (cycle is not None) == has_cycle(size, edges)
     if cycle is not None:
         assert cycle[0] == cycle[-1]
-        for parent, child in zip(cycle, cycle[1:], strict=False):
+        for parent, child in pairwise(cycle):
             assert parent in definition.step(child).parents
         with pytest.raises(WorkflowInvalid, match="no cycle"):
             check_definition(definition)
@@ -78,7 +80,9 @@ def test_an_acyclic_graph_runs_every_step_once_in_a_topological_order(graph, dat
     size, edges = graph
     edges = {(a, b) for a, b in edges if a < b}  # acyclic by construction
     definition = dag(edges, size)
-    states = {s.name: RunState.PENDING if not s.parents else RunState.WAITING for s in definition.steps}
+    states = {
+        s.name: RunState.WAITING if s.parents else RunState.PENDING for s in definition.steps
+    }
     order: list[str] = []
     while True:
         runnable = sorted(name for name, state in states.items() if state is RunState.PENDING)
@@ -114,7 +118,7 @@ def test_trigger_rules(rule, parents, verdict):
 @pytest.mark.parametrize(
     ("steps", "message"),
     [
-        ([StepSpec("a", "h"), StepSpec("a", "h")], "invalid step: 'a'; expected a step name used once"),
+        ([StepSpec("a", "h"), StepSpec("a", "h")], "step: 'a'; expected a step name used once"),
         ([StepSpec("a", "h", after=("a",))], "another step \\(not itself\\)"),
         ([StepSpec("a", "h", after=("nope",))], "'nope'; expected the name of a step"),
         ([StepSpec("a", "h", kind=StepKind.MAP)], "over: None; expected the step whose list"),
@@ -138,6 +142,7 @@ def test_json_round_trip_and_bad_json():
     )
     assert definition_from_json(definition.to_json()) == definition
     with pytest.raises(WorkflowInvalid, match="steps\\[0\\]"):
-        definition_from_json({"name": "x", "steps": [{"name": "a", "handler": "h", "trigger": "sometimes"}]})
+        step = {"name": "a", "handler": "h", "trigger": "sometimes"}
+        definition_from_json({"name": "x", "steps": [step]})
     with pytest.raises(WorkflowInvalid, match="steps: 'a'"):
         definition_from_json({"name": "x", "steps": "a"})
