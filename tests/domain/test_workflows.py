@@ -141,8 +141,8 @@ def test_json_round_trip_and_bad_json():
         ),
     )
     assert definition_from_json(definition.to_json()) == definition
+    step = {"name": "a", "handler": "h", "trigger": "sometimes"}
     with pytest.raises(WorkflowInvalid, match="steps\\[0\\]"):
-        step = {"name": "a", "handler": "h", "trigger": "sometimes"}
         definition_from_json({"name": "x", "steps": [step]})
     with pytest.raises(WorkflowInvalid, match="steps: 'a'"):
         definition_from_json({"name": "x", "steps": "a"})
