@@ -80,9 +80,7 @@ def test_an_acyclic_graph_runs_every_step_once_in_a_topological_order(graph, dat
     size, edges = graph
     edges = {(a, b) for a, b in edges if a < b}  # acyclic by construction
     definition = dag(edges, size)
-    states = {
-        s.name: RunState.WAITING if s.parents else RunState.PENDING for s in definition.steps
-    }
+    states = {s.name: RunState.WAITING if s.parents else RunState.PENDING for s in definition.steps}
     order: list[str] = []
     while True:
         runnable = sorted(name for name, state in states.items() if state is RunState.PENDING)

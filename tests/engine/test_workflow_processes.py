@@ -36,9 +36,10 @@ def test_sigkill_mid_step_loses_no_step_and_the_workflow_finishes(
     worker_processes.start("w2", lease_seconds=2.0)
     w1.send_signal(signal.SIGKILL)
     view = wait_until(
-        lambda: (v := process_app.workflow_run(workflow_run_id)).state
-        is not WorkflowState.RUNNING
-        and v,
+        lambda: (
+            (v := process_app.workflow_run(workflow_run_id)).state is not WorkflowState.RUNNING
+            and v
+        ),
         timeout=60,
         what="the workflow to finish",
     )
