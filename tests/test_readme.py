@@ -59,3 +59,16 @@ def test_schedule_and_control_examples_run(tmp_path: Path):
     names, limits = result.stdout.strip().splitlines()[-2:]
     assert names == "['heartbeat', 'nightly-report', 'tomorrow-once']"
     assert limits == "[('queue', 'gpu-work', 8)]"
+
+
+def test_workflow_example_runs_as_printed(tmp_path: Path):
+    block = next(b for b in _python_blocks() if "rota.Workflow(" in b)
+    result = subprocess.run(
+        [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    printed = result.stdout.strip().splitlines()[-1]
+    assert printed == (
+        "succeeded [('extract', 'succeeded'), ('load-region', 'succeeded'),"
+        " ('report', 'succeeded')]"
+    )
