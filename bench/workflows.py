@@ -72,7 +72,8 @@ async def measure(url: str, n: int, concurrency: int) -> dict[str, Any]:
             await asyncio.sleep(0.02)
         workflow_seconds = time.perf_counter() - started
         fan_in = await store.get_run(view.steps[2].run_id or 0)
-        assert fan_in is not None and fan_in.started_at is not None
+        assert fan_in is not None
+        assert fan_in.started_at is not None
         to_fan_in = (fan_in.started_at - view.created_at).total_seconds()
 
         started = time.perf_counter()

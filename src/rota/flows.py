@@ -58,3 +58,9 @@ async def cancel(store: Store, clock: Clock, workflow_run_id: int) -> WorkflowRu
 async def show(store: Store, workflow_run_id: int) -> WorkflowRunView:
     check_id("workflow_run_id", workflow_run_id)
     return await store.workflow_run(workflow_run_id)
+
+
+async def recent(store: Store, name: str | None, limit: int) -> list[dict[str, Any]]:
+    """The newest workflow runs (of one workflow, if named), newest first."""
+    check_id("limit", limit)
+    return await store.list_workflow_runs(name, limit)

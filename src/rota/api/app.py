@@ -23,7 +23,7 @@ from rota.api.auth import ScopeGuard
 from rota.api.context import ApiContext
 from rota.api.middleware import EdgeMiddleware
 from rota.api.ratelimit import FailureBudget, RateLimiter
-from rota.api.routes import access, cluster, jobs, metrics, public, runs
+from rota.api.routes import access, cluster, jobs, metrics, public, runs, workflows
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.node import NodeRoles
@@ -86,6 +86,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         access.router,
         public.health_router,
         metrics.router,
+        workflows.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:

@@ -281,6 +281,33 @@ def get_run(run_id: int) -> Call[JsonObject]:
     return dict(detail)
 
 
+def list_workflow_runs(name: str | None = None, limit: int = 50) -> Call[list[JsonObject]]:
+    """The newest workflow runs, newest first."""
+    params: dict[str, Any] = {"limit": limit}
+    if name is not None:
+        params["name"] = name
+    found = yield Request("GET", "/api/v1/workflow-runs", params=params, retryable=True)
+    return list(found["items"])
+
+
+def get_workflow_run(workflow_run_id: int) -> Call[JsonObject]:
+    """A workflow run: state, duration and steps."""
+    found = yield Request("GET", f"/api/v1/workflow-runs/{workflow_run_id}", retryable=True)
+    return dict(found)
+
+
+def workflow_run_graph(workflow_run_id: int) -> Call[JsonObject]:
+    """``{"nodes": [...], "edges": [{"from": ..., "to": ...}], ...}``."""
+    path = f"/api/v1/workflow-runs/{workflow_run_id}/graph"
+    graph = yield Request("GET", path, retryable=True)
+    return dict(graph)
+
+
+def cancel_workflow_run(workflow_run_id: int) -> Call[JsonObject]:
+    cancelled = yield Request("POST", f"/api/v1/workflow-runs/{workflow_run_id}/cancel")
+    return dict(cancelled)
+
+
 def run_logs(run_id: int) -> Call[list[JsonObject]]:
     logs = yield Request("GET", f"/api/v1/runs/{run_id}/logs", retryable=True)
     return list(logs["lines"])

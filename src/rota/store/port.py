@@ -151,6 +151,9 @@ class Store(Protocol):
 
     async def workflow_run(self, workflow_run_id: int) -> WorkflowRunView: ...
 
+    async def list_workflow_runs(self, name: str | None, limit: int) -> list[dict[str, Any]]:
+        """The newest workflow runs: id, name, created_at, cancelled_at."""
+
     async def workflow_step_of(self, run_id: int) -> dict[str, Any] | None:
         """The workflow run, step name and map index of a run, if it is a step."""
 
