@@ -70,7 +70,9 @@ async def advance(session: Session, workflow_run: Row) -> None:
     can decide the steps below it)."""
     definition = definition_from_json(workflow_run["definition"])
     while True:
-        rows = await session.rows("step_rows", {"workflow_run_id": workflow_run["id"]})
+        names = [step.name for step in definition.steps]
+        params = {"workflow_run_id": workflow_run["id"], "names": names}
+        rows = await session.rows("step_rows", params)
         current = {row["step_name"]: row for row in rows}  # the last row per step
         if await _settle_maps(session, workflow_run["id"], current):
             continue

@@ -47,9 +47,11 @@ WHERE id = ANY(%(ids)s::bigint[]) AND workflow_run_id IS NOT NULL;
 
 -- name: step_rows
 -- Each step's own rows (not a map's items), oldest first: the last one per name is
--- the step's current run (a replay adds a row).
+-- the step's current run (a replay adds a row). Naming the steps lets the index
+-- seek each one instead of reading past a big map's items.
 SELECT id, step_name, state, result, open_items FROM rota_runs
 WHERE workflow_run_id = %(workflow_run_id)s AND map_index IS NULL
+  AND step_name = ANY(%(names)s::text[])
 ORDER BY id;
 
 -- name: map_item_rows

@@ -32,9 +32,11 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND workflow_run_id IS NOT NULL;
 
 -- name: step_rows
 -- Each step's own rows (not a map's items), oldest first: the last one per name is
--- the step's current run (a replay adds a row).
+-- the step's current run (a replay adds a row). Naming the steps lets the index
+-- seek each one instead of reading past a big map's items.
 SELECT id, step_name, state, result, open_items FROM rota_runs
 WHERE workflow_run_id = :workflow_run_id AND map_index IS NULL
+  AND step_name IN (SELECT value FROM json_each(:names))
 ORDER BY id;
 
 -- name: map_item_rows
