@@ -144,3 +144,10 @@ def test_json_round_trip_and_bad_json():
         definition_from_json({"name": "x", "steps": [step]})
     with pytest.raises(WorkflowInvalid, match="steps: 'a'"):
         definition_from_json({"name": "x", "steps": "a"})
+
+
+def test_a_step_whose_parent_run_is_gone_is_left_undecided():
+    definition = WorkflowDefinition(
+        "pruned", (StepSpec("a", "h"), StepSpec("b", "h"), StepSpec("c", "h", after=("a", "b")))
+    )
+    assert decide(definition, {"b": RunState.FAILED, "c": RunState.WAITING}) == {}

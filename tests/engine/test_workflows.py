@@ -277,3 +277,49 @@ def test_definitions_are_checked_when_registered(make_app):
         app.workflow(unknown)
     with pytest.raises(WorkflowInvalid, match="workflow: 'nothing'"):
         app.start_workflow("nothing")
+
+
+async def test_replaying_a_dead_map_item_reopens_its_map_and_the_fan_in_runs(make_app):
+    app = make_app()
+    broken = {"on": True}
+
+    @app.handler("three")
+    def three(ctx: rota.RunContext, payload: Any) -> list[int]:
+        return [1, 2, 3]
+
+    @app.handler("item", max_attempts=1)
+    def item(ctx: rota.RunContext, value: int) -> int:
+        if value == 2 and broken["on"]:
+            raise RuntimeError("two is down")
+        return value * 10
+
+    @app.handler("sum")
+    def total(ctx: rota.RunContext, payload: Any) -> int:
+        return sum(ctx.parents["each"])
+
+    flow = rota.Workflow("item-replay")
+    each = flow.map("each", handler="item", over=flow.step("three"))
+    flow.step("sum", after=[each])
+    app.workflow(flow)
+    store = await app.store()
+    async with working(app):
+        workflow_run_id = await app.start_workflow_async("item-replay")
+        failed = await finished(app, workflow_run_id)
+        assert states(failed) == {
+            "three": RunState.SUCCEEDED,
+            "each": RunState.FAILED,
+            "sum": RunState.SKIPPED,
+        }
+        dead = [
+            run
+            for run in await store.list_runs(rota.domain.runs.RunFilter(handler="item"))
+            if run.state is RunState.DEAD_LETTERED
+        ]
+        assert len(dead) == 1
+        broken["on"] = False
+        await store.replay(dead[0].id, None)
+        view = await finished(app, workflow_run_id)
+    assert view.state is WorkflowState.SUCCEEDED
+    sum_run = await store.get_run(view.steps[2].run_id or 0)
+    assert sum_run is not None
+    assert sum_run.result == 60

@@ -242,6 +242,10 @@ def decide(definition: WorkflowDefinition, states: Mapping[str, RunState]) -> di
     for step in definition.steps:
         if states.get(step.name) is not RunState.WAITING:
             continue
+        if any(parent not in states for parent in step.parents):
+            # A parent's run is gone (pruned past retention while this step waited on
+            # another parent): nothing can decide the step; it waits for a cancel.
+            continue
         verdict = trigger_verdict(step.trigger, [states[parent] for parent in step.parents])
         if verdict is not None:
             verdicts[step.name] = verdict
