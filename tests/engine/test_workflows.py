@@ -323,3 +323,33 @@ async def test_replaying_a_dead_map_item_reopens_its_map_and_the_fan_in_runs(mak
     sum_run = await store.get_run(view.steps[2].run_id or 0)
     assert sum_run is not None
     assert sum_run.result == 60
+
+
+async def test_parents_finishing_at_once_on_two_workers_release_the_join_once(make_app):
+    """Sixteen parallel parents of one join, finished by two workers (two stores, two
+    connections) in concurrent transactions: without the workflow-run lock each could
+    see the other still running and the join would never be released. Ten runs."""
+    apps = [make_app(), make_app()]
+    joins: list[int] = []
+    for app in apps:
+
+        @app.handler("part")
+        def part(ctx: rota.RunContext, payload: Any) -> int:
+            return 1
+
+        @app.handler("join")
+        def join(ctx: rota.RunContext, payload: Any) -> int:
+            joins.append(ctx.run_id)
+            return sum(ctx.parents.values())
+
+        flow = rota.Workflow("wide")
+        parts = [flow.step(f"part-{i}", handler="part") for i in range(16)]
+        flow.step("join", after=parts)
+        app.workflow(flow)
+
+    async with working(apps[0], concurrency=8, node_id="w1"):
+        async with working(apps[1], concurrency=8, node_id="w2"):
+            ids = [await apps[0].start_workflow_async("wide") for _ in range(10)]
+            views = [await finished(apps[0], workflow_run_id) for workflow_run_id in ids]
+    assert {view.state for view in views} == {WorkflowState.SUCCEEDED}
+    assert sorted(joins) == sorted(view.steps[-1].run_id for view in views)
