@@ -347,9 +347,11 @@ async def test_parents_finishing_at_once_on_two_workers_release_the_join_once(ma
         flow.step("join", after=parts)
         app.workflow(flow)
 
-    async with working(apps[0], concurrency=8, node_id="w1"):
-        async with working(apps[1], concurrency=8, node_id="w2"):
-            ids = [await apps[0].start_workflow_async("wide") for _ in range(10)]
-            views = [await finished(apps[0], workflow_run_id) for workflow_run_id in ids]
+    async with (
+        working(apps[0], concurrency=8, node_id="w1"),
+        working(apps[1], concurrency=8, node_id="w2"),
+    ):
+        ids = [await apps[0].start_workflow_async("wide") for _ in range(10)]
+        views = [await finished(apps[0], workflow_run_id) for workflow_run_id in ids]
     assert {view.state for view in views} == {WorkflowState.SUCCEEDED}
     assert sorted(joins) == sorted(view.steps[-1].run_id for view in views)
