@@ -87,3 +87,16 @@ def test_breaker_example_runs_as_printed(tmp_path: Path):
     printed = re.search(r"# prints (.*?)  ", breakers)
     assert printed is not None
     assert result.stdout.strip().splitlines()[-1] == printed.group(1)
+
+
+def test_workflow_example_runs_as_printed(tmp_path: Path):
+    block = next(b for b in _python_blocks() if "rota.Workflow(" in b)
+    result = subprocess.run(
+        [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    printed = result.stdout.strip().splitlines()[-1]
+    assert printed == (
+        "succeeded [('extract', 'succeeded'), ('load-region', 'succeeded'),"
+        " ('report', 'succeeded')]"
+    )

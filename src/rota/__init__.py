@@ -31,6 +31,7 @@ from rota.errors import (
     UnknownHandler,
 )
 from rota.services import RunRequest
+from rota.workflow import Workflow
 
 __all__ = [
     "App",
@@ -54,6 +55,7 @@ __all__ = [
     "StoreUnavailable",
     "SystemClock",
     "UnknownHandler",
+    "Workflow",
     "__version__",
     "domain",
     "retry",

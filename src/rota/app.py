@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from rota import schedules, services
+from rota import flows, schedules, services
 from rota.bootstrap import caller_connection_enqueue
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
@@ -31,6 +31,8 @@ from rota.domain.rates import RateLimit
 from rota.domain.retry import RetryPolicy
 from rota.domain.runs import NewRun, Run
 from rota.domain.workers import WorkerInfo
+from rota.domain.workflow_runs import WorkflowRunView
+from rota.domain.workflows import WorkflowDefinition
 from rota.errors import InvalidArgument, UnsupportedFeature
 from rota.handlers import HandlerFn, Registry, make_spec
 from rota.loop_stores import LoopStores
@@ -40,6 +42,7 @@ from rota.store.optional import CallerConnectionEnqueue
 from rota.store.port import LeaderInfo, Store
 from rota.worker import Worker, WorkerOptions
 from rota.worker_http import WorkerHttp, serving
+from rota.workflow import Workflow
 
 log = structlog.get_logger("rota.app")
 
@@ -66,6 +69,7 @@ class App:
         self.registry = Registry()
         # One store per event loop (a psycopg pool belongs to its loop), and the sync door.
         self._stores = LoopStores(lambda: self.settings)
+        self._workflows: dict[str, WorkflowDefinition] = {}
 
     # -- handlers -----------------------------------------------------------
     def handler(
@@ -228,6 +232,30 @@ class App:
     def replay(self, run_id: int) -> int:
         """Re-run a finished run as a fresh run linked to it; returns the new id."""
         return self._stores.use(services.replay, self.clock, run_id)
+
+    # -- workflows (rota.flows) ------------------------------------------------
+    def workflow(self, flow: Workflow | WorkflowDefinition) -> WorkflowDefinition:
+        """Register a workflow definition (checked: cycles, handlers, names) so
+        :meth:`start_workflow` can start it by name. Register its handlers first."""
+        definition = flow.definition() if isinstance(flow, Workflow) else flow
+        self._workflows[definition.name] = flows.checked(definition, self.registry)
+        return definition
+
+    def start_workflow(self, name: str, payload: Any = None) -> int:
+        """Start a run of a registered workflow; returns the workflow run's id."""
+        return self._stores.call(lambda: self.start_workflow_async(name, payload))
+
+    async def start_workflow_async(self, name: str, payload: Any = None) -> int:
+        store = await self.store()
+        return await flows.start(store, self.clock, self.registry, self._workflows, name, payload)
+
+    def cancel_workflow(self, workflow_run_id: int) -> WorkflowRunView:
+        """Cancel every unfinished step of a workflow run (running ones are asked to stop)."""
+        return self._stores.use(flows.cancel, self.clock, workflow_run_id)
+
+    def workflow_run(self, workflow_run_id: int) -> WorkflowRunView:
+        """A workflow run: its derived state, duration, steps and graph."""
+        return self._stores.use(flows.show, workflow_run_id)
 
     # -- jobs and schedules -------------------------------------------------
     def schedule(

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rota import cli_api, cli_webhooks, logs, services
+from rota import cli_api, cli_webhooks, cli_workflows, logs, services
 from rota import schedules as schedules_service
 from rota.bootstrap import open_store
 from rota.bootstrap import upgrade as upgrade_schema
@@ -289,6 +289,7 @@ main.add_command(cli_webhooks.webhooks)
 # A job with a trigger is a schedule: `rota schedules list|pause|resume|...` is the same
 # group under the name operators look for first.
 main.add_command(cli_api.jobs, name="schedules")
+main.add_command(cli_workflows.workflows)
 
 
 @main.group()

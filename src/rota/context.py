@@ -117,6 +117,19 @@ class RunContext:
     cancelled: CancelSignal = field(default_factory=CancelSignal)
     _open_transaction: Callable[[], Any] | None = None
     _transaction: Any = None
+    _step_input: Any = None  # a workflow step's: its parents' results, the workflow payload
+
+    @property
+    def parents(self) -> dict[str, Any]:
+        """A workflow step's parents' results by step name (a map's: the list of its
+        items' results; a parent that did not succeed: None). Empty outside a workflow
+        and on a map's items, whose own payload is their item."""
+        return dict((self._step_input or {}).get("parents") or {})
+
+    @property
+    def workflow_payload(self) -> Any:
+        """The payload its workflow run was started with (None outside a workflow)."""
+        return (self._step_input or {}).get("workflow_payload")
 
     def is_cancelled(self) -> bool:
         """True once an operator asked to cancel, a timeout passed, or the worker lost

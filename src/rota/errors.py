@@ -55,6 +55,12 @@ class JobNotFound(RotaError, LookupError):
         super().__init__(f"job {name!r} does not exist in namespace {namespace!r}")
 
 
+class WorkflowRunNotFound(RotaError, LookupError):
+    def __init__(self, workflow_run_id: int) -> None:
+        self.workflow_run_id = workflow_run_id
+        super().__init__(f"workflow run {workflow_run_id} does not exist")
+
+
 class WorkerNotFound(RotaError, LookupError):
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id

@@ -243,6 +243,10 @@ async def replay(
     check_id("run_id", run_id)
     if namespaces is None and correlation_id is None:
         return await store.replay(run_id, clock.db_now())
+    if await store.workflow_step_of(run_id) is not None:
+        # A step's replay takes its place in its workflow run (store/core/workflows.py).
+        await get_run(store, run_id, namespaces)
+        return await store.replay(run_id, clock.db_now())
     fresh = replay_request(run_id, await get_run(store, run_id, namespaces))
     fresh = dataclasses.replace(fresh, correlation_id=correlation_id)
     [enqueued] = await store.enqueue([fresh], clock.db_now())

@@ -254,6 +254,7 @@ class Worker:
             worker_id=self.options.node_id,
             log=RunLogger(claimed, self.clock.now),
             _open_transaction=open_tx,
+            _step_input=claimed.step_input,
         )
         held = _Held(claimed, ctx, started=self.clock.monotonic())
         self._held[claimed.run_id] = held

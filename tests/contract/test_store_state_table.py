@@ -3,7 +3,8 @@
 
 A scripted life of runs drives each store call that moves runs (claim, renew, complete
 ok / fail / timeout / retry / infrastructure retry / cancel / dead-letter, release,
-reap, poison, cancel, deadline expiry, replay) while a recorder snapshots every run's
+reap, poison, cancel, deadline expiry, replay, and a workflow run's release, skip, map
+settlement, cancel and replay) while a recorder snapshots every run's
 state before and after each call.
 """
 
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 from rota.domain.runs import ClaimedRun, Outcome, RunFilter
 from rota.domain.states import TRANSITIONS, AttemptOutcome, RunState
+from rota.domain.workflows import StepKind, StepSpec, WorkflowDefinition
 from rota.store.port import Store
 
 from .support import LEASE_SECONDS, at, claim_request, finished, lease_of, new_run, retrying
@@ -105,6 +107,20 @@ class Recorder:
     async def replay(self, run_id: int) -> int:
         now = self.tick()
         return await self.call("replay", lambda: self.store.replay(run_id, now))
+
+    async def start_workflow(self, definition: WorkflowDefinition, queue: str) -> int:
+        runs = [new_run(queue=queue) for _ in definition.steps]
+        now = self.tick()
+        return await self.call(
+            "start_workflow_run",
+            lambda: self.store.start_workflow_run(definition, "{}", runs, now),
+        )
+
+    async def cancel_workflow(self, workflow_run_id: int) -> None:
+        now = self.tick()
+        await self.call(
+            "cancel_workflow_run", lambda: self.store.cancel_workflow_run(workflow_run_id, now)
+        )
 
 
 def ended(claimed: ClaimedRun, state: RunState) -> Outcome:
@@ -225,16 +241,52 @@ async def deadlines(life: Recorder) -> None:
     await life.complete(ended(claimed, RunState.SUCCEEDED))
 
 
+def _flow(name: str, *steps: StepSpec) -> WorkflowDefinition:
+    return WorkflowDefinition(name, steps)
+
+
+async def workflows(life: Recorder) -> None:
+    """A step's end releases or skips its children; a map fans out and settles when
+    its items end; a workflow run is cancelled; a replayed map item reopens its map
+    and the steps its failure skipped."""
+    top = StepSpec("top", "job")
+    below = StepSpec("below", "job", after=("top",))
+    await life.start_workflow(_flow("released", top, below), "wf-released")
+    await life.complete(ended(await life.claim("wf-released"), RunState.SUCCEEDED))
+    await life.start_workflow(_flow("skipped", top, below), "wf-skipped")
+    await life.complete(ended(await life.claim("wf-skipped"), RunState.FAILED))
+
+    each = StepSpec("each", "job", kind=StepKind.MAP, over="top")
+    after_map = StepSpec("after", "job", after=("each",))
+    for ending in (RunState.SUCCEEDED, RunState.DEAD_LETTERED):
+        queue = f"wf-map-{ending}"
+        await life.start_workflow(_flow("mapped", top, each, after_map), queue)
+        claimed = await life.claim(queue)
+        await life.complete(
+            Outcome(
+                claimed.run_id, claimed.fence, RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED, "[1]"
+            )
+        )
+        item = await life.claim(queue)
+        await life.complete(ended(item, ending))
+    await life.replay(item.run_id)  # the dead item: its map and "after" wait again
+
+    workflow_run_id = await life.start_workflow(_flow("cancelled", top, below), "wf-cancel")
+    await life.cancel_workflow(workflow_run_id)
+
+
 async def test_every_state_change_is_in_the_table_and_every_entry_is_made(
     store: Store,
 ) -> None:
     life = Recorder(store)
-    for chapter in (completions, retries, cancels, hand_backs, dead_letters, deadlines):
+    chapters = (completions, retries, cancels, hand_backs, dead_letters, deadlines, workflows)
+    for chapter in chapters:
         await chapter(life)
 
     unlisted = {change: calls for change, calls in life.made.items() if change not in TRANSITIONS}
     assert unlisted == {}, "state changes the transition table does not list"
     never_made = set(TRANSITIONS) - set(life.made)
     assert never_made == set(), "table entries no store call made"
-    assert set(life.births) == {RunState.PENDING}, "runs are born Pending"
+    births = {RunState.PENDING, RunState.WAITING}
+    assert set(life.births) == births, "runs are born Pending (a workflow's steps: Waiting)"
     assert life.vanished == set(), "no run disappears in this life"

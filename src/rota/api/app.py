@@ -23,7 +23,17 @@ from rota.api.auth import ScopeGuard
 from rota.api.context import ApiContext
 from rota.api.middleware import EdgeMiddleware
 from rota.api.ratelimit import FailureBudget, RateLimiter
-from rota.api.routes import access, breakers, cluster, jobs, metrics, public, runs, webhooks
+from rota.api.routes import (
+    access,
+    breakers,
+    cluster,
+    jobs,
+    metrics,
+    public,
+    runs,
+    webhooks,
+    workflows,
+)
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.node import NodeRoles
@@ -88,6 +98,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         webhooks.router,
         public.health_router,
         metrics.router,
+        workflows.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:

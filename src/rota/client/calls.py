@@ -23,7 +23,7 @@ JsonObject = dict[str, Any]
 
 # The states a run does not leave (rota.domain.states.TERMINAL_STATES, as the API's
 # strings; kept here so the client needs nothing but httpx).
-FINISHED = frozenset({"succeeded", "failed", "timed_out", "cancelled", "dead_lettered"})
+FINISHED = frozenset({"succeeded", "failed", "timed_out", "cancelled", "dead_lettered", "skipped"})
 
 
 @dataclass(frozen=True)
@@ -279,6 +279,33 @@ def get_run(run_id: int) -> Call[JsonObject]:
     """``{"run": {...}, "attempts": [...]}``."""
     detail = yield Request("GET", f"/api/v1/runs/{run_id}", retryable=True)
     return dict(detail)
+
+
+def list_workflow_runs(name: str | None = None, limit: int = 50) -> Call[list[JsonObject]]:
+    """The newest workflow runs, newest first."""
+    params: dict[str, Any] = {"limit": limit}
+    if name is not None:
+        params["name"] = name
+    found = yield Request("GET", "/api/v1/workflow-runs", params=params, retryable=True)
+    return list(found["items"])
+
+
+def get_workflow_run(workflow_run_id: int) -> Call[JsonObject]:
+    """A workflow run: state, duration and steps."""
+    found = yield Request("GET", f"/api/v1/workflow-runs/{workflow_run_id}", retryable=True)
+    return dict(found)
+
+
+def workflow_run_graph(workflow_run_id: int) -> Call[JsonObject]:
+    """``{"nodes": [...], "edges": [{"from": ..., "to": ...}], ...}``."""
+    path = f"/api/v1/workflow-runs/{workflow_run_id}/graph"
+    graph = yield Request("GET", path, retryable=True)
+    return dict(graph)
+
+
+def cancel_workflow_run(workflow_run_id: int) -> Call[JsonObject]:
+    cancelled = yield Request("POST", f"/api/v1/workflow-runs/{workflow_run_id}/cancel")
+    return dict(cancelled)
 
 
 def run_logs(run_id: int) -> Call[list[JsonObject]]:

@@ -167,6 +167,8 @@ class ClaimedRun:
     # Seconds from falling due (run_at) to this claim, by the database clock.
     pickup_delay: float | None = None
     trace_context: str | None = None
+    # A workflow step's input besides its payload: {"parents": ..., "workflow_payload": ...}.
+    step_input: Any = None
 
 
 @dataclass(frozen=True)

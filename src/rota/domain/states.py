@@ -24,6 +24,8 @@ class RunState(StrEnum):
     )
     CANCELLED = "cancelled"  # by an operator, or a start-by deadline passed
     DEAD_LETTERED = "dead_lettered"  # attempts spent (or poison); kept for replay
+    WAITING = "waiting"  # a workflow step whose parents have not decided it yet
+    SKIPPED = "skipped"  # a workflow step whose trigger rule can no longer be met
 
     @property
     def is_terminal(self) -> bool:
@@ -43,6 +45,7 @@ TERMINAL_STATES = frozenset(
         RunState.TIMED_OUT,
         RunState.CANCELLED,
         RunState.DEAD_LETTERED,
+        RunState.SKIPPED,
     }
 )
 
@@ -67,6 +70,15 @@ TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     (RunState.RUNNING, RunState.DEAD_LETTERED): "worker completion: attempts spent; reaper: poison",
     (RunState.CLAIMED, RunState.PENDING): "worker release on shutdown; reaper: lease expired",
     (RunState.RUNNING, RunState.PENDING): "worker release on shutdown; reaper: lease expired",
+    # Workflow steps (domain/workflows.py), decided in the transaction that finished
+    # the parent (a completion, the reaper, a cancel), under the parent's fence.
+    (RunState.WAITING, RunState.PENDING): "workflow release: the step's trigger rule is met",
+    (RunState.WAITING, RunState.SKIPPED): "workflow release: the trigger rule cannot be met",
+    (RunState.WAITING, RunState.SUCCEEDED): "workflow release: every map item succeeded",
+    (RunState.WAITING, RunState.FAILED): "workflow release: a map item failed, or no list",
+    (RunState.WAITING, RunState.CANCELLED): "workflow cancel",
+    (RunState.SKIPPED, RunState.WAITING): "replay of a workflow step: descendants rejoin",
+    (RunState.FAILED, RunState.WAITING): "replay of a map item: its map reopens",
 }
 
 # Replay never moves a run: it creates a fresh Pending run linked by replay_of.

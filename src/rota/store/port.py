@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.breakers import Breaker, BreakerRow, Transition
@@ -35,6 +35,8 @@ from rota.domain.runs import (
 from rota.domain.search import RunSearch
 from rota.domain.stats import FinishedCount, QueueCount
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
+from rota.domain.workflow_runs import WorkflowRunView
+from rota.domain.workflows import WorkflowDefinition
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,25 @@ class Store(Protocol):
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run: ...
 
     async def replay(self, run_id: int, now: datetime | None) -> int: ...
+
+    # -- workflows (store/core/workflows.py) ----------------------------------
+    async def start_workflow_run(
+        self,
+        definition: WorkflowDefinition,
+        payload_json: str,
+        steps: Sequence[NewRun],
+        now: datetime | None,
+    ) -> int: ...
+
+    async def cancel_workflow_run(self, workflow_run_id: int, now: datetime | None) -> None: ...
+
+    async def workflow_run(self, workflow_run_id: int) -> WorkflowRunView: ...
+
+    async def list_workflow_runs(self, name: str | None, limit: int) -> list[dict[str, Any]]:
+        """The newest workflow runs: id, name, created_at, cancelled_at."""
+
+    async def workflow_step_of(self, run_id: int) -> dict[str, Any] | None:
+        """The workflow run, step name and map index of a run, if it is a step."""
 
     # -- jobs and schedules -------------------------------------------------
     async def now(self, now: datetime | None) -> datetime:

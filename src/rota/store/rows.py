@@ -142,6 +142,7 @@ def claimed_from_row(row: Mapping[str, Any]) -> ClaimedRun:
         job_id=row["job_id"],
         pickup_delay=row["pickup_delay"],
         trace_context=row["trace_context"],
+        step_input=row["step_input"],
     )
 
 

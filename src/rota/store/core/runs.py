@@ -22,7 +22,7 @@ from rota.domain.settle import CANCELLED_WAITING, RELEASED_ATTEMPT, reap_verdict
 from rota.domain.states import RunState
 from rota.errors import InvalidTransition, RunNotFound
 from rota.store.core.breakers import CoreBreakers, record_outcomes, rules_of
-from rota.store.core.reads import CoreReads
+from rota.store.core.workflows import CoreWorkflows, release_after
 from rota.store.dialect import OneShot, Session
 
 
@@ -45,7 +45,8 @@ async def complete_in(
 ) -> set[int]:
     """Record outcomes whose fence still holds, on ``session``; the run ids written.
     A handler's transaction commits its writes and its outcome this way. With breaker
-    ``rules`` (None: read them here), the breakers move on the same session."""
+    ``rules`` (None: read them here), the breakers move on the same session; a workflow
+    step's children are released (or skipped) in the same transaction."""
     items = [
         {
             "id": o.run_id,
@@ -65,15 +66,20 @@ async def complete_in(
         transitions = await record_outcomes(session, written, outcomes, rules)
         if moved is not None:
             moved.extend(transitions)
-    return {row["id"] for row in written}
+    ids = {row["id"] for row in written}
+    await release_after(session, ids)
+    return ids
 
 
-class CoreRuns(CoreReads, CoreBreakers):
+class CoreRuns(CoreWorkflows, CoreBreakers):
     # -- producing --------------------------------------------------------------
     async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]:
         return await self._insert_runs(OneShot(self._d, now), runs)
 
     async def replay(self, run_id: int, now: datetime | None) -> int:
+        step = await self.workflow_step_of(run_id)
+        if step is not None:
+            return await self.replay_workflow_step(run_id, step, now)
         [enqueued] = await self.enqueue([replay_request(run_id, await self.get_run(run_id))], now)
         return enqueued.run_id
 
@@ -99,9 +105,8 @@ class CoreRuns(CoreReads, CoreBreakers):
         if not outcomes:
             return set()
         rules = await self._breaker_rules()
-        if not rules:
-            return await complete_in(OneShot(self._d, now), outcomes, rules)
-        # A breaker moves in the transaction that records the outcome: it cannot drift.
+        # One transaction: a breaker moves, and a workflow step's children are released,
+        # with the outcome that causes it, so neither can drift from the outcomes.
         moved: list[Transition] = []
         written = await self._d.in_transaction(
             now, lambda session: complete_in(session, outcomes, rules, moved)
@@ -145,7 +150,9 @@ class CoreRuns(CoreReads, CoreBreakers):
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run:
         async def cancel(session: Session) -> None:
             params = {"id": run_id, "error": CANCELLED_WAITING}
-            if not await session.rows("cancel_waiting", params):
+            if cancelled := await session.rows("cancel_waiting", params):
+                await release_after(session, [row["id"] for row in cancelled])
+            else:
                 await session.rows("request_cancel_active", params)
 
         await self._d.in_transaction(now, cancel)
@@ -167,6 +174,7 @@ class CoreRuns(CoreReads, CoreBreakers):
             if not expired:
                 return []
             rows = await session.batch("reap", [_verdict(row, poison_after) for row in expired])
+            await release_after(session, [row["id"] for row in rows])
             return [ReapedRun(row["id"], row["fence"], RunState(row["state"])) for row in rows]
 
         return await self._d.in_transaction(now, reap)

@@ -45,7 +45,9 @@ INSTANT_COLUMNS = frozenset(
         "previous_secret_expires_at",
     }
 )
-JSON_COLUMNS = frozenset({"payload", "result", "tags", "queues", "scopes", "namespaces"})
+JSON_COLUMNS = frozenset(
+    {"payload", "result", "tags", "queues", "scopes", "namespaces", "definition", "step_input"}
+)
 
 
 def to_instant(value: float | None) -> datetime | None:

@@ -52,7 +52,8 @@ WHERE r.id = picked.id
 RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
           r.correlation_id, r.job_id,
-          EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context;
+          EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context,
+          r.step_input;
 
 -- name: next_due_in
 -- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
@@ -123,4 +124,5 @@ WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state IN ('pending', 'retrying')
 RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
           r.correlation_id, r.job_id,
-          EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context;
+          EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context,
+          r.step_input;

@@ -46,7 +46,7 @@ WHERE id IN (
     LIMIT :limit)
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
           lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
-          :now - run_at AS pickup_delay, trace_context;
+          :now - run_at AS pickup_delay, trace_context, step_input;
 
 -- name: next_due_in
 -- Asked only by a dialect with supports_notify (an idle SQLite worker polls often
@@ -108,4 +108,4 @@ WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('pending', 'retrying')
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
           lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
-          :now - run_at AS pickup_delay, trace_context;
+          :now - run_at AS pickup_delay, trace_context, step_input;

@@ -1,0 +1,144 @@
+"""Workflow runs: one run's derived state and steps, its graph, and cancelling it.
+(Definitions over the API are not built yet: README "Status".)"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel
+
+from rota import flows
+from rota.api.auth import Reader, Trigger
+from rota.api.context import Context, StoreDep, audit_target
+from rota.api.problems import AUTHENTICATED, responses
+from rota.api.schemas import MAX_ID, Name
+from rota.domain.access import Principal
+from rota.domain.workflow_runs import WorkflowRunView
+from rota.errors import WorkflowRunNotFound
+
+router = APIRouter(prefix="/api/v1/workflow-runs", tags=["workflows"])
+WorkflowRunId = Annotated[int, Path(ge=1, le=MAX_ID)]
+# A workflow's steps run in the default namespace: a caller who cannot see it cannot
+# see the workflow run either.
+STEP_NAMESPACE = "default"
+
+
+class WorkflowStepOut(BaseModel):
+    name: str
+    run_id: int | None
+    state: str
+    error: str | None
+    items: dict[str, int] | None  # a map's items by state
+
+
+class WorkflowRunOut(BaseModel):
+    id: int
+    name: str
+    state: str
+    created_at: datetime
+    finished_at: datetime | None
+    duration_seconds: float | None
+    steps: list[WorkflowStepOut]
+
+    @classmethod
+    def of(cls, view: WorkflowRunView) -> WorkflowRunOut:
+        return cls(
+            id=view.id,
+            name=view.name,
+            state=view.state.value,
+            created_at=view.created_at,
+            finished_at=view.finished_at,
+            duration_seconds=view.duration,
+            steps=[
+                WorkflowStepOut(
+                    name=step.name,
+                    run_id=step.run_id,
+                    state=step.state.value,
+                    error=step.error,
+                    items=dict(step.items) if step.items is not None else None,
+                )
+                for step in view.steps
+            ],
+        )
+
+
+class WorkflowNode(BaseModel):
+    id: str
+    kind: str
+    state: str
+    run_id: int | None
+    items: dict[str, int] | None
+
+
+class WorkflowGraph(BaseModel):
+    workflow_run_id: int
+    state: str
+    nodes: list[WorkflowNode]
+    edges: list[dict[str, str]]  # {"from": parent step, "to": child step}
+
+
+class WorkflowRunSummary(BaseModel):
+    id: int
+    name: str
+    created_at: datetime
+    cancelled_at: datetime | None
+
+
+class WorkflowRunList(BaseModel):
+    items: list[WorkflowRunSummary]
+
+
+def _visible(principal: Principal, workflow_run_id: int) -> None:
+    if not principal.can_see(STEP_NAMESPACE):
+        raise WorkflowRunNotFound(workflow_run_id)
+
+
+@router.get("", responses=responses(*AUTHENTICATED))
+async def list_workflow_runs(
+    principal: Reader,
+    store: StoreDep,
+    name: Annotated[Name | None, Query(description="Only runs of this workflow.")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> WorkflowRunList:
+    """The newest workflow runs, newest first (their state: GET one)."""
+    if not principal.can_see(STEP_NAMESPACE):
+        return WorkflowRunList(items=[])
+    rows = await flows.recent(store, name, limit)
+    return WorkflowRunList(items=[WorkflowRunSummary.model_validate(row) for row in rows])
+
+
+@router.get("/{workflow_run_id}", responses=responses(*AUTHENTICATED, 404))
+async def get_workflow_run(
+    workflow_run_id: WorkflowRunId, principal: Reader, store: StoreDep
+) -> WorkflowRunOut:
+    """A workflow run: its derived state (running, succeeded, failed, cancelled), its
+    duration, and each step's current run and state (a map's items counted by state)."""
+    _visible(principal, workflow_run_id)
+    return WorkflowRunOut.of(await flows.show(store, workflow_run_id))
+
+
+@router.get("/{workflow_run_id}/graph", responses=responses(*AUTHENTICATED, 404))
+async def workflow_run_graph(
+    workflow_run_id: WorkflowRunId, principal: Reader, store: StoreDep
+) -> WorkflowGraph:
+    """Nodes (steps with their state) and edges (parent -> child) of a workflow run."""
+    _visible(principal, workflow_run_id)
+    view = await flows.show(store, workflow_run_id)
+    return WorkflowGraph.model_validate(view.graph())
+
+
+@router.post("/{workflow_run_id}/cancel", responses=responses(*AUTHENTICATED, 404))
+async def cancel_workflow_run(
+    request: Request,
+    workflow_run_id: WorkflowRunId,
+    principal: Trigger,
+    context: Context,
+    store: StoreDep,
+) -> WorkflowRunOut:
+    """Cancel every unfinished step: waiting ones at once, running ones are asked to stop."""
+    _visible(principal, workflow_run_id)
+    audit_target(request, f"workflow run {workflow_run_id}")
+    request.state.audit_namespace = STEP_NAMESPACE
+    return WorkflowRunOut.of(await flows.cancel(store, context.clock, workflow_run_id))

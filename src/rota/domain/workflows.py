@@ -1,0 +1,285 @@
+"""Workflows as values: a definition (a DAG of steps), its checks, and the pure rules
+that release, skip and settle steps. No I/O: the store applies what these decide, in
+the transaction that finished the parent (DESIGN.md "Workflows")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from rota.domain.runs import check_name
+from rota.domain.states import TERMINAL_STATES, RunState
+from rota.errors import InvalidArgument
+
+MAX_STEPS = 500
+# The options a step may set; the rest come from its handler's registration.
+STEP_OPTIONS = frozenset({"queue", "priority", "max_attempts", "timeout", "tags"})
+
+
+class TriggerRule(StrEnum):
+    ALL_SUCCEEDED = "all_succeeded"  # every parent succeeded (the default)
+    ALL_DONE = "all_done"  # every parent finished, however it ended
+    ANY_SUCCEEDED = "any_succeeded"  # every parent finished and at least one succeeded
+
+
+class StepKind(StrEnum):
+    STEP = "step"
+    MAP = "map"  # one run per item of the `over` parent's list result
+
+
+class WorkflowState(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class WorkflowInvalid(InvalidArgument):
+    """A definition that cannot run: a cycle, an unknown parent or handler, a repeated
+    step name, a map with no `over`. Nothing was written."""
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    handler: str
+    kind: StepKind = StepKind.STEP
+    after: tuple[str, ...] = ()
+    over: str | None = None
+    trigger: TriggerRule = TriggerRule.ALL_SUCCEEDED
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        """Every step this one waits for: ``after`` and, for a map, ``over``."""
+        if self.over is None or self.over in self.after:
+            return self.after
+        return (*self.after, self.over)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "handler": self.handler,
+            "kind": self.kind.value,
+            "after": list(self.after),
+            "over": self.over,
+            "trigger": self.trigger.value,
+            "options": dict(self.options),
+        }
+
+
+@dataclass(frozen=True)
+class WorkflowDefinition:
+    name: str
+    steps: tuple[StepSpec, ...]
+
+    def step(self, name: str) -> StepSpec:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise WorkflowInvalid("step", name, f"a step of workflow {self.name!r}")
+
+    def children(self, name: str) -> list[StepSpec]:
+        return [step for step in self.steps if name in step.parents]
+
+    def descendants(self, name: str) -> set[str]:
+        found: set[str] = set()
+        frontier = [name]
+        while frontier:
+            for child in self.children(frontier.pop()):
+                if child.name not in found:
+                    found.add(child.name)
+                    frontier.append(child.name)
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "steps": [step.to_json() for step in self.steps]}
+
+
+def _text(where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise WorkflowInvalid(where, value, "a string")
+    return value
+
+
+def _step_from_json(index: int, raw: Any) -> StepSpec:
+    where = f"steps[{index}]"
+    if not isinstance(raw, Mapping):
+        raise WorkflowInvalid(where, raw, "an object with name and handler")
+    after = raw.get("after") or []
+    if not isinstance(after, list):
+        raise WorkflowInvalid(f"{where}.after", after, "a list of step names")
+    options = raw.get("options") or {}
+    if not isinstance(options, Mapping):
+        raise WorkflowInvalid(f"{where}.options", options, "an object")
+    over = raw.get("over")
+    try:
+        kind = StepKind(raw.get("kind", "step"))
+        trigger = TriggerRule(raw.get("trigger", "all_succeeded"))
+    except ValueError:
+        allowed = "kind step|map, trigger " + "|".join(rule.value for rule in TriggerRule)
+        chosen = {key: raw.get(key) for key in ("kind", "trigger")}
+        raise WorkflowInvalid(where, chosen, allowed) from None
+    return StepSpec(
+        name=_text(f"{where}.name", raw.get("name")),
+        handler=_text(f"{where}.handler", raw.get("handler")),
+        kind=kind,
+        after=tuple(_text(f"{where}.after", parent) for parent in after),
+        over=None if over is None else _text(f"{where}.over", over),
+        trigger=trigger,
+        options=dict(options),
+    )
+
+
+def definition_from_json(raw: Any) -> WorkflowDefinition:
+    """A definition from its JSON form (the API's body, a stored workflow run); types
+    only: :func:`check_definition` checks the graph."""
+    if not isinstance(raw, Mapping):
+        raise WorkflowInvalid("workflow", raw, "an object with name and steps")
+    steps = raw.get("steps")
+    if not isinstance(steps, list):
+        raise WorkflowInvalid("steps", steps, "a list of steps")
+    name = _text("name", raw.get("name"))
+    return WorkflowDefinition(name, tuple(_step_from_json(i, s) for i, s in enumerate(steps)))
+
+
+def find_cycle(parents: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """A cycle as a path that returns to its start (``[a, b, c, a]``: a before b before
+    c before a), or None. Iterative depth-first search: deep graphs need no recursion."""
+    colour: dict[str, int] = {}  # 1: on the current path, 2: finished
+    for root in parents:
+        if root in colour:
+            continue
+        path: list[str] = [root]
+        stack: list[Iterator[str]] = [iter(_children_of(parents, root))]
+        colour[root] = 1
+        while stack:
+            child = next(stack[-1], None)
+            if child is None:
+                colour[path.pop()] = 2
+                stack.pop()
+            elif colour.get(child) == 1:
+                return [*path[path.index(child) :], child]
+            elif child not in colour:
+                colour[child] = 1
+                path.append(child)
+                stack.append(iter(_children_of(parents, child)))
+    return None
+
+
+def _children_of(parents: Mapping[str, Sequence[str]], name: str) -> list[str]:
+    return sorted(child for child, its in parents.items() if name in its)
+
+
+def check_definition(
+    definition: WorkflowDefinition, handler_known: Callable[[str], bool] | None = None
+) -> None:
+    """Refuse a definition that cannot run, naming what is wrong."""
+    check_name("workflow", definition.name)
+    if not definition.steps:
+        raise WorkflowInvalid("steps", [], "at least one step")
+    if len(definition.steps) > MAX_STEPS:
+        raise WorkflowInvalid("steps", len(definition.steps), f"at most {MAX_STEPS} steps")
+    names: set[str] = set()
+    for step in definition.steps:
+        check_name("step", step.name)
+        if step.name in names:
+            raise WorkflowInvalid("step", step.name, "a step name used once per workflow")
+        names.add(step.name)
+    for step in definition.steps:
+        _check_step(step, names, handler_known)
+    cycle = find_cycle({step.name: step.parents for step in definition.steps})
+    if cycle is not None:
+        raise WorkflowInvalid("steps", " -> ".join(cycle), "no cycle (a workflow is a DAG)")
+
+
+def _check_step(
+    step: StepSpec, names: set[str], handler_known: Callable[[str], bool] | None
+) -> None:
+    where = f"step {step.name!r}"
+    if handler_known is not None and not handler_known(step.handler):
+        raise WorkflowInvalid(f"{where} handler", step.handler, "a registered handler")
+    if step.kind is StepKind.MAP and step.over is None:
+        raise WorkflowInvalid(f"{where} over", None, "the step whose list result it maps over")
+    if step.kind is StepKind.STEP and step.over is not None:
+        raise WorkflowInvalid(f"{where} over", step.over, "only on a map step")
+    for parent in step.parents:
+        if parent == step.name:
+            raise WorkflowInvalid(f"{where} after", parent, "another step (not itself)")
+        if parent not in names:
+            raise WorkflowInvalid(f"{where} after", parent, "the name of a step in this workflow")
+    unknown = set(step.options) - STEP_OPTIONS
+    if unknown:
+        raise WorkflowInvalid(f"{where} options", sorted(unknown), ", ".join(sorted(STEP_OPTIONS)))
+
+
+def is_done(state: RunState) -> bool:
+    return state in TERMINAL_STATES
+
+
+def trigger_verdict(rule: TriggerRule, parent_states: Sequence[RunState]) -> RunState | None:
+    """What a Waiting step becomes given its parents: Pending (released), Skipped (its
+    rule can no longer be met), or None (not yet decided)."""
+    succeeded = [state is RunState.SUCCEEDED for state in parent_states]
+    all_done = all(is_done(state) for state in parent_states)
+    if rule is TriggerRule.ALL_SUCCEEDED:
+        if any(is_done(s) and s is not RunState.SUCCEEDED for s in parent_states):
+            return RunState.SKIPPED
+        return RunState.PENDING if all(succeeded) else None
+    if not all_done:
+        return None
+    if rule is TriggerRule.ALL_DONE or any(succeeded):
+        return RunState.PENDING
+    return RunState.SKIPPED
+
+
+def decide(definition: WorkflowDefinition, states: Mapping[str, RunState]) -> dict[str, RunState]:
+    """Each Waiting step whose trigger rule is now decided, and its verdict. A map
+    step's Pending means "expand it". Skips cascade: call again after applying."""
+    verdicts: dict[str, RunState] = {}
+    for step in definition.steps:
+        if states.get(step.name) is not RunState.WAITING:
+            continue
+        if any(parent not in states for parent in step.parents):
+            # A parent's run is gone (pruned past retention while this step waited on
+            # another parent): nothing can decide the step; it waits for a cancel.
+            continue
+        verdict = trigger_verdict(step.trigger, [states[parent] for parent in step.parents])
+        if verdict is not None:
+            verdicts[step.name] = verdict
+    return verdicts
+
+
+def map_settled(item_states: Sequence[RunState]) -> RunState | None:
+    """A map's own state once every item finished: Succeeded if all did (or there were
+    none), else Failed; None while any item is unfinished."""
+    if not all(is_done(state) for state in item_states):
+        return None
+    if all(state is RunState.SUCCEEDED for state in item_states):
+        return RunState.SUCCEEDED
+    return RunState.FAILED
+
+
+def map_items(step: StepSpec, over_result: Any) -> list[Any] | str:
+    """The items a map fans out over, or the error that fails it (not a list)."""
+    if isinstance(over_result, list):
+        return over_result
+    kind = "null" if over_result is None else type(over_result).__name__
+    return f"map step {step.name!r} needs a list from step {step.over!r}; it returned {kind}"
+
+
+def workflow_state(step_states: Iterable[RunState], cancelled: bool) -> WorkflowState:
+    """A workflow run's state, derived from its steps' latest runs."""
+    states = list(step_states)
+    if cancelled and all(is_done(state) for state in states):
+        return WorkflowState.CANCELLED
+    if not all(is_done(state) for state in states):
+        return WorkflowState.RUNNING
+    if cancelled or RunState.CANCELLED in states:
+        return WorkflowState.CANCELLED
+    failed = {RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED, RunState.SKIPPED}
+    if any(state in failed for state in states):
+        return WorkflowState.FAILED
+    return WorkflowState.SUCCEEDED

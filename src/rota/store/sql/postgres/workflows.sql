@@ -1,0 +1,148 @@
+-- Workflows: starting a workflow run, releasing, skipping and settling its steps in
+-- the transaction that finished a parent, cancelling and replaying (DESIGN.md
+-- "Workflows"). Steps are runs in rota_runs tagged with workflow_run_id and
+-- step_name; a map's items also carry map_index, and the map's own row counts its
+-- unfinished items in open_items.
+
+-- name: insert_workflow_run
+INSERT INTO rota_workflow_runs (name, definition, payload, created_at)
+VALUES (%(name)s, %(definition)s::jsonb, %(payload)s::jsonb,
+        COALESCE(%(now)s::timestamptz, now()))
+RETURNING id;
+
+-- name: insert_steps
+INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+                       max_attempts, timeout_seconds, idempotency_key, replay_of, tags,
+                       trace_context, created_at, state, workflow_run_id, step_name,
+                       map_index, step_input)
+SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority, t.now,
+       t.now - make_interval(secs => r.priority * %(aging_seconds)s),
+       r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of,
+       NULLIF(r.tags::text[], '{}'), r.trace_context, t.now, r.state, r.workflow_run_id,
+       r.step_name, r.map_index, r.step_input::jsonb
+FROM unnest(%(namespace)s::text[], %(handler)s::text[], %(queue)s::text[],
+            %(payload)s::text[], %(priority)s::smallint[], %(max_attempts)s::integer[],
+            %(timeout_seconds)s::double precision[], %(idempotency_key)s::text[],
+            %(replay_of)s::bigint[], %(tags)s::text[], %(trace_context)s::text[],
+            %(state)s::text[], %(workflow_run_id)s::bigint[], %(step_name)s::text[],
+            %(map_index)s::integer[], %(step_input)s::text[])
+     AS r(namespace, handler, queue, payload, priority, max_attempts, timeout_seconds,
+          idempotency_key, replay_of, tags, trace_context, state, workflow_run_id,
+          step_name, map_index, step_input),
+     (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
+ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
+RETURNING id;
+
+-- name: lock_workflow_run
+-- Releases of one workflow run take turns: two items of a map finishing at once must
+-- not each see the other unfinished (READ COMMITTED reads afresh after the lock).
+SELECT id, name, definition, payload, cancelled_at FROM rota_workflow_runs
+WHERE id = %(id)s
+FOR UPDATE;
+
+-- name: workflow_steps_of
+SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs
+WHERE id = ANY(%(ids)s::bigint[]) AND workflow_run_id IS NOT NULL;
+
+-- name: step_rows
+-- Each step's own rows (not a map's items), oldest first: the last one per name is
+-- the step's current run (a replay adds a row). Naming the steps lets the index
+-- seek each one instead of reading past a big map's items.
+SELECT id, step_name, state, result, open_items FROM rota_runs
+WHERE workflow_run_id = %(workflow_run_id)s AND map_index IS NULL
+  AND step_name = ANY(%(names)s::text[])
+ORDER BY id;
+
+-- name: map_item_rows
+SELECT id, map_index, state, result FROM rota_runs
+WHERE workflow_run_id = %(workflow_run_id)s AND step_name = %(step_name)s
+  AND map_index IS NOT NULL
+ORDER BY map_index, id;
+
+-- name: release_step
+UPDATE rota_runs
+SET state = 'pending', step_input = %(step_input)s::jsonb,
+    -- sort_at keeps the lead over run_at its priority gave it at insert.
+    run_at = COALESCE(%(now)s::timestamptz, now()),
+    sort_at = COALESCE(%(now)s::timestamptz, now()) - (run_at - sort_at)
+WHERE id = %(id)s AND state = 'waiting'
+RETURNING id;
+
+-- name: settle_step
+-- A Waiting step skipped, or a map settled once its items finished.
+UPDATE rota_runs
+SET state = %(state)s, result = %(result)s::jsonb, error = %(error)s,
+    finished_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = %(id)s AND state = 'waiting'
+RETURNING id;
+
+-- name: open_map
+UPDATE rota_runs SET open_items = %(count)s, step_input = %(step_input)s::jsonb
+WHERE id = %(id)s AND state = 'waiting'
+RETURNING id;
+
+-- name: map_item_finished
+UPDATE rota_runs SET open_items = open_items + %(change)s
+WHERE workflow_run_id = %(workflow_run_id)s AND step_name = %(step_name)s
+  AND map_index IS NULL AND state = 'waiting'
+RETURNING id, open_items;
+
+-- name: cancel_workflow_run
+WITH marked AS (
+    UPDATE rota_workflow_runs
+    SET cancelled_at = COALESCE(cancelled_at, COALESCE(%(now)s::timestamptz, now()))
+    WHERE id = %(id)s
+)
+UPDATE rota_runs
+SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now()),
+    error = %(error)s
+WHERE workflow_run_id = %(id)s AND state IN ('waiting', 'pending', 'retrying')
+RETURNING id;
+
+-- name: cancel_workflow_active
+UPDATE rota_runs SET cancel_requested = true
+WHERE workflow_run_id = %(id)s AND state IN ('claimed', 'running')
+RETURNING id;
+
+-- name: reopen_steps
+-- A replay: the skipped steps below the replayed one wait again; a map whose item is
+-- replayed reopens (open_items counts the replay).
+UPDATE rota_runs
+SET state = 'waiting', result = NULL, error = NULL, finished_at = NULL,
+    open_items = CASE WHEN step_name = %(map_step)s THEN open_items + 1 ELSE open_items END
+WHERE workflow_run_id = %(workflow_run_id)s AND map_index IS NULL
+  AND ((state = 'skipped' AND step_name = ANY(%(names)s::text[]))
+       OR (state = 'failed' AND step_name = %(map_step)s))
+RETURNING id;
+
+-- name: workflow_runs_recent
+SELECT id, name, created_at, cancelled_at FROM rota_workflow_runs
+WHERE name = COALESCE(%(name)s::text, name)
+ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: workflow_run_steps
+SELECT id, step_name, map_index, state, error, created_at, started_at, finished_at
+FROM rota_runs WHERE workflow_run_id = %(id)s
+ORDER BY id;
+
+-- name: insert_map_items
+-- A map fans out: one Pending run per item (%(items)s is a list of JSON texts),
+-- copying the map's own row (handler, queue, options) so no item is built twice.
+INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+                       max_attempts, timeout_seconds, tags, trace_context, created_at,
+                       state, workflow_run_id, step_name, map_index, step_input)
+SELECT g.namespace, g.handler, g.queue, j.value::jsonb, g.priority, t.now,
+       t.now - (g.run_at - g.sort_at), g.max_attempts, g.timeout_seconds, g.tags,
+       g.trace_context, t.now, 'pending', g.workflow_run_id, g.step_name,
+       (j.idx - 1)::integer, %(step_input)s::jsonb
+FROM rota_runs AS g,
+     unnest(%(items)s::text[]) WITH ORDINALITY AS j(value, idx),
+     (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
+WHERE g.id = %(id)s
+ORDER BY j.idx
+RETURNING id;
+
+-- name: workflow_runs_by_id
+SELECT id, name, definition, payload, created_at, cancelled_at FROM rota_workflow_runs
+WHERE id = %(id)s;

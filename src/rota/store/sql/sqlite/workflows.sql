@@ -1,0 +1,124 @@
+-- Workflows: starting a workflow run, releasing, skipping and settling its steps in
+-- the transaction that finished a parent, cancelling and replaying (DESIGN.md
+-- "Workflows"). Steps are runs in rota_runs tagged with workflow_run_id and
+-- step_name; a map's items also carry map_index, and the map's own row counts its
+-- unfinished items in open_items.
+
+-- name: insert_workflow_run
+INSERT INTO rota_workflow_runs (name, definition, payload, created_at)
+VALUES (:name, :definition, :payload, :now)
+RETURNING id;
+
+-- name: insert_steps
+INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+                       max_attempts, timeout_seconds, idempotency_key, replay_of, tags,
+                       trace_context, created_at, state, workflow_run_id, step_name,
+                       map_index, step_input)
+VALUES (:namespace, :handler, :queue, :payload, :priority, :now,
+        :now - :priority * :aging_seconds, :max_attempts, :timeout_seconds,
+        :idempotency_key, :replay_of, :tags, :trace_context, :now, :state,
+        :workflow_run_id, :step_name, :map_index, :step_input)
+ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
+RETURNING id;
+
+-- name: lock_workflow_run
+-- BEGIN IMMEDIATE already serialises every writer: no lock to take.
+SELECT id, name, definition, payload, cancelled_at FROM rota_workflow_runs WHERE id = :id;
+
+-- name: workflow_steps_of
+SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND workflow_run_id IS NOT NULL;
+
+-- name: step_rows
+-- Each step's own rows (not a map's items), oldest first: the last one per name is
+-- the step's current run (a replay adds a row). Naming the steps lets the index
+-- seek each one instead of reading past a big map's items.
+SELECT id, step_name, state, result, open_items FROM rota_runs
+WHERE workflow_run_id = :workflow_run_id AND map_index IS NULL
+  AND step_name IN (SELECT value FROM json_each(:names))
+ORDER BY id;
+
+-- name: map_item_rows
+SELECT id, map_index, state, result FROM rota_runs
+WHERE workflow_run_id = :workflow_run_id AND step_name = :step_name
+  AND map_index IS NOT NULL
+ORDER BY map_index, id;
+
+-- name: release_step
+UPDATE rota_runs
+-- sort_at keeps the lead over run_at its priority gave it at insert.
+SET state = 'pending', step_input = :step_input, run_at = :now,
+    sort_at = :now - (run_at - sort_at)
+WHERE id = :id AND state = 'waiting'
+RETURNING id;
+
+-- name: settle_step
+-- A Waiting step skipped, or a map settled once its items finished.
+UPDATE rota_runs
+SET state = :state, result = :result, error = :error, finished_at = :now
+WHERE id = :id AND state = 'waiting'
+RETURNING id;
+
+-- name: open_map
+UPDATE rota_runs SET open_items = :count, step_input = :step_input
+WHERE id = :id AND state = 'waiting'
+RETURNING id;
+
+-- name: map_item_finished
+UPDATE rota_runs SET open_items = open_items + :change
+WHERE workflow_run_id = :workflow_run_id AND step_name = :step_name
+  AND map_index IS NULL AND state = 'waiting'
+RETURNING id, open_items;
+
+-- name: cancel_workflow_run
+UPDATE rota_workflow_runs SET cancelled_at = COALESCE(cancelled_at, :now)
+WHERE id = :id;
+UPDATE rota_runs SET state = 'cancelled', finished_at = :now, error = :error
+WHERE workflow_run_id = :id AND state IN ('waiting', 'pending', 'retrying')
+RETURNING id;
+
+-- name: cancel_workflow_active
+UPDATE rota_runs SET cancel_requested = 1
+WHERE workflow_run_id = :id AND state IN ('claimed', 'running')
+RETURNING id;
+
+-- name: reopen_steps
+-- A replay: the skipped steps below the replayed one wait again; a map whose item is
+-- replayed reopens (open_items counts the replay).
+UPDATE rota_runs
+SET state = 'waiting', result = NULL, error = NULL, finished_at = NULL,
+    open_items = CASE WHEN step_name = :map_step THEN open_items + 1 ELSE open_items END
+WHERE workflow_run_id = :workflow_run_id AND map_index IS NULL
+  AND ((state = 'skipped' AND step_name IN (SELECT value FROM json_each(:names)))
+       OR (state = 'failed' AND step_name = :map_step))
+RETURNING id;
+
+-- name: workflow_runs_recent
+SELECT id, name, created_at, cancelled_at FROM rota_workflow_runs
+WHERE name = COALESCE(:name, name)
+ORDER BY id DESC LIMIT :limit;
+
+-- name: workflow_run_steps
+SELECT id, step_name, map_index, state, error, created_at, started_at, finished_at
+FROM rota_runs WHERE workflow_run_id = :id
+ORDER BY id;
+
+-- name: insert_map_items
+-- A map fans out: one Pending run per item (:items is a list of JSON texts), copying
+-- the map's own row (handler, queue, options) so no item is built twice.
+INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+                       max_attempts, timeout_seconds, tags, trace_context, created_at,
+                       state, workflow_run_id, step_name, map_index, step_input)
+SELECT g.namespace, g.handler, g.queue, j.value, g.priority, :now,
+       :now - (g.run_at - g.sort_at), g.max_attempts, g.timeout_seconds, g.tags,
+       g.trace_context, :now, 'pending', g.workflow_run_id, g.step_name, j.key,
+       :step_input
+FROM rota_runs AS g, json_each(:items) AS j
+WHERE g.id = :id
+ORDER BY j.key
+RETURNING id;
+
+-- name: workflow_runs_by_id
+SELECT id, name, definition, payload, created_at, cancelled_at FROM rota_workflow_runs
+WHERE id = :id;
