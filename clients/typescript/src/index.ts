@@ -20,6 +20,9 @@ export type Worker = Schemas["WorkerOut"];
 export type Leader = Schemas["LeaderOut"];
 export type ReplayResult = Schemas["ReplayResultOut"];
 export type Problem = Schemas["Problem"];
+export type WorkflowRun = Schemas["WorkflowRunOut"];
+export type WorkflowRunSummary = Schemas["WorkflowRunSummary"];
+export type WorkflowGraph = Schemas["WorkflowGraph"];
 export type RunFilters = NonNullable<operations["list_runs"]["parameters"]["query"]>;
 export type DeadFilters = NonNullable<operations["list_dead"]["parameters"]["query"]>;
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -272,6 +275,33 @@ export class RotaClient {
       retryable: true,
     });
     return answer.results;
+  }
+
+  // -- workflow runs ----------------------------------------------------------------
+  /** The newest workflow runs (optionally of one workflow), newest first. */
+  async listWorkflowRuns(options: { name?: string; limit?: number } = {}): Promise<WorkflowRunSummary[]> {
+    const list = await this.call<Schemas["WorkflowRunList"]>({
+      method: "GET",
+      path: "/api/v1/workflow-runs",
+      query: options,
+      retryable: true,
+    });
+    return list.items;
+  }
+
+  /** A workflow run: its derived state, duration and steps. */
+  getWorkflowRun(workflowRunId: number): Promise<WorkflowRun> {
+    return this.call({ method: "GET", path: `/api/v1/workflow-runs/${checkId(workflowRunId)}`, retryable: true });
+  }
+
+  /** The run's graph: nodes (steps with their states) and edges. */
+  workflowRunGraph(workflowRunId: number): Promise<WorkflowGraph> {
+    return this.call({ method: "GET", path: `/api/v1/workflow-runs/${checkId(workflowRunId)}/graph`, retryable: true });
+  }
+
+  /** Cancel every unfinished step of a workflow run. */
+  cancelWorkflowRun(workflowRunId: number): Promise<WorkflowRun> {
+    return this.call({ method: "POST", path: `/api/v1/workflow-runs/${checkId(workflowRunId)}/cancel`, retryable: true });
   }
 
   // -- cluster ----------------------------------------------------------------------

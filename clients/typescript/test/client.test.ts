@@ -91,6 +91,15 @@ describe("jobs", () => {
   });
 });
 
+describe("workflow runs", () => {
+  it("lists none and answers 404 for an unknown run", T, async () => {
+    assert.deepEqual(await rota.listWorkflowRuns({ limit: 5 }), []);
+    for (const call of [() => rota.getWorkflowRun(999), () => rota.workflowRunGraph(999)]) {
+      await assert.rejects(call(), (error) => error instanceof ApiError && error.status === 404);
+    }
+  });
+});
+
 describe("cluster", () => {
   it("drains and resumes the worker; names the leader", T, async () => {
     const [worker] = await rota.listWorkers();
