@@ -14,9 +14,12 @@ import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from rota.errors import InvalidArgument, RotaError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # annotations only: no runtime dependency
 
 T = TypeVar("T")
 JsonObject = dict[str, Any]
@@ -204,74 +207,39 @@ def enqueue(
     return int(answer["run_id"])
 
 
+class RunFilters(TypedDict, total=False):
+    """What runs and dead letters can be filtered by (the API's query parameters)."""
+
+    namespace: str | None
+    handler: str | None
+    queue: str | None
+    tag: str | None
+    job: str | None
+    created_after: datetime | None
+    created_before: datetime | None
+    q: str | None
+    limit: int | None
+    cursor: str | None
+
+
 def list_runs(
-    *,
-    state: Sequence[str] | str | None = None,
-    namespace: str | None = None,
-    handler: str | None = None,
-    queue: str | None = None,
-    tag: str | None = None,
-    job: str | None = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
-    q: str | None = None,
-    limit: int | None = None,
-    cursor: str | None = None,
+    *, state: Sequence[str] | str | None = None, **filters: Unpack[RunFilters]
 ) -> Call[JsonObject]:
     """One page of runs, newest first: ``{"items": [...], "next_cursor": ...}``."""
     states = [state] if isinstance(state, str) else list(state or [])
-    page = yield Request(
-        "GET",
-        "/api/v1/runs",
-        _query(
-            state=states,
-            namespace=namespace,
-            handler=handler,
-            queue=queue,
-            tag=tag,
-            job=job,
-            created_after=_instant("created_after", created_after),
-            created_before=_instant("created_before", created_before),
-            q=q,
-            limit=limit,
-            cursor=cursor,
-        ),
-        retryable=True,
-    )
-    return dict(page)
+    return (yield from _page("/api/v1/runs", states, filters))
 
 
-def list_dead(
-    *,
-    namespace: str | None = None,
-    handler: str | None = None,
-    queue: str | None = None,
-    tag: str | None = None,
-    job: str | None = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
-    q: str | None = None,
-    limit: int | None = None,
-    cursor: str | None = None,
-) -> Call[JsonObject]:
+def list_dead(**filters: Unpack[RunFilters]) -> Call[JsonObject]:
     """One page of dead-lettered runs, newest first."""
-    page = yield Request(
-        "GET",
-        "/api/v1/dlq",
-        _query(
-            namespace=namespace,
-            handler=handler,
-            queue=queue,
-            tag=tag,
-            job=job,
-            created_after=_instant("created_after", created_after),
-            created_before=_instant("created_before", created_before),
-            q=q,
-            limit=limit,
-            cursor=cursor,
-        ),
-        retryable=True,
-    )
+    return (yield from _page("/api/v1/dlq", [], filters))
+
+
+def _page(path: str, states: list[str], filters: RunFilters) -> Call[JsonObject]:
+    params: dict[str, Any] = dict(filters)
+    for name in ("created_after", "created_before"):
+        params[name] = _instant(name, params.get(name))
+    page = yield Request("GET", path, _query(state=states, **params), retryable=True)
     return dict(page)
 
 

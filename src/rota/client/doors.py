@@ -8,7 +8,7 @@ import asyncio
 import functools
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 from urllib.parse import urlsplit
 
@@ -21,6 +21,8 @@ from rota.errors import InvalidArgument, RotaError
 P = ParamSpec("P")
 T = TypeVar("T")
 RETRY_STATUSES = frozenset({502, 503, 504})
+# What a door moves: requests out (or pauses), responses or transport errors back.
+Exchanges = Generator[httpx.Request | Pause, httpx.Response | httpx.TransportError | None, T]
 
 
 class ApiError(RotaError):
@@ -44,6 +46,8 @@ class _Door:
     """What both clients share: checked settings, request building, decoding, the
     retry schedule."""
 
+    _http: httpx.Client | httpx.AsyncClient
+
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -59,18 +63,6 @@ class _Door:
         self.retries = retries
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
-    def _tries(self, request: Request) -> int:
-        return 1 + self.retries if request.retryable else 1
-
-    def _http_request(self, http: httpx.Client | httpx.AsyncClient, step: Request) -> httpx.Request:
-        return http.build_request(
-            step.method,
-            step.path,
-            params=dict(step.params),
-            json=step.body,
-            headers=dict(step.headers),
-        )
-
     def _decode(self, response: httpx.Response) -> Any:
         if response.status_code >= 400:
             try:
@@ -84,6 +76,39 @@ class _Door:
 
     def _unreachable(self, exc: httpx.TransportError) -> ServerUnreachable:
         return ServerUnreachable(f"cannot reach the rota server at {self.url} ({exc})")
+
+    def _exchanges(self, call: Call[T]) -> Exchanges[T]:
+        """``call`` as HTTP exchanges, still without I/O: yields a request to send (or a
+        pause) and is sent back the response or the transport error. Retries what is safe
+        to retry and decodes answers, so both doors only move bytes and sleep."""
+        try:
+            step = next(call)
+            while True:
+                if isinstance(step, Pause):
+                    yield step
+                    step = call.send(None)
+                else:
+                    step = call.send((yield from self._exchange(step)))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    def _exchange(self, step: Request) -> Exchanges[Any]:
+        tries = 1 + self.retries if step.retryable else 1
+        for attempt in range(tries):
+            answer = yield self._http.build_request(
+                step.method,
+                step.path,
+                params=dict(step.params),
+                json=step.body,
+                headers=dict(step.headers),
+            )
+            if isinstance(answer, httpx.TransportError):
+                if not _should_retry(attempt, tries, None):
+                    raise self._unreachable(answer)
+            elif isinstance(answer, httpx.Response) and not _should_retry(attempt, tries, answer):
+                return self._decode(answer)
+            yield Pause(_backoff(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _check_url(url: object) -> str:
@@ -108,6 +133,8 @@ def _should_retry(attempt: int, tries: int, response: httpx.Response | None) -> 
 
 
 class SyncDoor(_Door):
+    _http: httpx.Client
+
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -126,30 +153,21 @@ class SyncDoor(_Door):
         self._http.close()
 
     def perform(self, call: Call[T]) -> T:
+        exchanges = self._exchanges(call)
         try:
-            step = next(call)
+            step = next(exchanges)
             while True:
                 if isinstance(step, Pause):
                     time.sleep(step.seconds)
-                    step = call.send(None)
-                else:
-                    step = call.send(self._send(step))
+                    step = exchanges.send(None)
+                    continue
+                try:
+                    answer: httpx.Response | httpx.TransportError = self._http.send(step)
+                except httpx.TransportError as exc:
+                    answer = exc
+                step = exchanges.send(answer)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-
-    def _send(self, step: Request) -> Any:
-        tries = self._tries(step)
-        for attempt in range(tries):
-            try:
-                response = self._http.send(self._http_request(self._http, step))
-            except httpx.TransportError as exc:
-                if not _should_retry(attempt, tries, None):
-                    raise self._unreachable(exc) from None
-            else:
-                if not _should_retry(attempt, tries, response):
-                    return self._decode(response)
-            time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def pages(self, first: Callable[[str | None], Call[JsonObject]]) -> Iterator[JsonObject]:
         cursor: str | None = None
@@ -162,6 +180,8 @@ class SyncDoor(_Door):
 
 
 class AsyncDoor(_Door):
+    _http: httpx.AsyncClient
+
     def __init__(
         self,
         url: str = DEFAULT_URL,
@@ -180,30 +200,21 @@ class AsyncDoor(_Door):
         await self._http.aclose()
 
     async def perform(self, call: Call[T]) -> T:
+        exchanges = self._exchanges(call)
         try:
-            step = next(call)
+            step = next(exchanges)
             while True:
                 if isinstance(step, Pause):
                     await asyncio.sleep(step.seconds)
-                    step = call.send(None)
-                else:
-                    step = call.send(await self._send(step))
+                    step = exchanges.send(None)
+                    continue
+                try:
+                    answer: httpx.Response | httpx.TransportError = await self._http.send(step)
+                except httpx.TransportError as exc:
+                    answer = exc
+                step = exchanges.send(answer)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-
-    async def _send(self, step: Request) -> Any:
-        tries = self._tries(step)
-        for attempt in range(tries):
-            try:
-                response = await self._http.send(self._http_request(self._http, step))
-            except httpx.TransportError as exc:
-                if not _should_retry(attempt, tries, None):
-                    raise self._unreachable(exc) from None
-            else:
-                if not _should_retry(attempt, tries, response):
-                    return self._decode(response)
-            await asyncio.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def pages(
         self, first: Callable[[str | None], Call[JsonObject]]
