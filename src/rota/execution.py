@@ -48,20 +48,26 @@ def failure_outcome(
     policy = spec.retry if spec else DEFAULT_POLICY
     decision = decide(policy, claimed.attempt, claimed.max_attempts)
     if isinstance(decision, GiveUp):
-        return Outcome(
-            claimed.run_id,
-            claimed.fence,
-            RunState.DEAD_LETTERED,
-            attempt_outcome,
-            error=f"{error} ({decision.reason})",
+        return outcome_of(
+            claimed, RunState.DEAD_LETTERED, attempt_outcome, error=f"{error} ({decision.reason})"
         )
+    return outcome_of(
+        claimed, RunState.RETRYING, attempt_outcome, error=error, retry_delay=decision.delay
+    )
+
+
+def outcome_of(
+    claimed: ClaimedRun, state: RunState, attempt_outcome: AttemptOutcome, **fields: Any
+) -> Outcome:
+    """The outcome of ``claimed``'s attempt; it says whether the run is a workflow step
+    (every step carries its step input), which decides how the store writes it."""
     return Outcome(
         claimed.run_id,
         claimed.fence,
-        RunState.RETRYING,
+        state,
         attempt_outcome,
-        error=error,
-        retry_delay=decision.delay,
+        workflow_step=claimed.step_input is not None,
+        **fields,
     )
 
 
@@ -128,13 +134,7 @@ async def execute(
     except InvalidArgument as exc:
         return Finished(failure_outcome(spec, claimed, AttemptOutcome.FAILED, str(exc)))
     return Finished(
-        Outcome(
-            claimed.run_id,
-            claimed.fence,
-            RunState.SUCCEEDED,
-            AttemptOutcome.SUCCEEDED,
-            result_json=result_json,
-        )
+        outcome_of(claimed, RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED, result_json=result_json)
     )
 
 
@@ -156,9 +156,8 @@ def is_infrastructure_failure(exc: BaseException, ctx: RunContext) -> bool:
 
 def infrastructure_outcome(claimed: ClaimedRun, exc: BaseException) -> Outcome:
     """Retry soon, and give the attempt back (the store does, for this outcome)."""
-    return Outcome(
-        claimed.run_id,
-        claimed.fence,
+    return outcome_of(
+        claimed,
         RunState.RETRYING,
         AttemptOutcome.INFRASTRUCTURE,
         error=f"infrastructure (attempt not counted): {_error_text(exc)}",
@@ -171,7 +170,7 @@ def _cancelled(claimed: ClaimedRun) -> Outcome:
 
 
 def _final(claimed: ClaimedRun, state: RunState, outcome: AttemptOutcome, error: str) -> Outcome:
-    return Outcome(claimed.run_id, claimed.fence, state, outcome, error=error)
+    return outcome_of(claimed, state, outcome, error=error)
 
 
 def _still_running(future: asyncio.Future[Any] | None) -> asyncio.Future[Any] | None:

@@ -68,9 +68,20 @@ def lease_of(claimed: ClaimedRun) -> Lease:
     return Lease(claimed.run_id, claimed.fence)
 
 
+def is_step(claimed: ClaimedRun | Lease) -> bool:
+    """As a worker says it (rota.execution.outcome_of): every workflow step carries its
+    step input, and its outcome must release the steps waiting on it."""
+    return isinstance(claimed, ClaimedRun) and claimed.step_input is not None
+
+
 def succeeded(claimed: ClaimedRun | Lease, result: str = '{"ok":true}') -> Outcome:
     return Outcome(
-        claimed.run_id, claimed.fence, RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED, result
+        claimed.run_id,
+        claimed.fence,
+        RunState.SUCCEEDED,
+        AttemptOutcome.SUCCEEDED,
+        result,
+        workflow_step=is_step(claimed),
     )
 
 
@@ -82,11 +93,19 @@ def retrying(claimed: ClaimedRun, delay: float = 30.0, error: str = "boom") -> O
         AttemptOutcome.FAILED,
         error=error,
         retry_delay=delay,
+        workflow_step=is_step(claimed),
     )
 
 
 def finished(claimed: ClaimedRun, state: RunState, outcome: AttemptOutcome) -> Outcome:
-    return Outcome(claimed.run_id, claimed.fence, state, outcome, error=f"ended {state}")
+    return Outcome(
+        claimed.run_id,
+        claimed.fence,
+        state,
+        outcome,
+        error=f"ended {state}",
+        workflow_step=is_step(claimed),
+    )
 
 
 async def bounded(awaitable: Awaitable[T]) -> T:

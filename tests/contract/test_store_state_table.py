@@ -21,7 +21,16 @@ from rota.domain.states import TRANSITIONS, AttemptOutcome, RunState
 from rota.domain.workflows import StepKind, StepSpec, WorkflowDefinition
 from rota.store.port import Store
 
-from .support import LEASE_SECONDS, at, claim_request, finished, lease_of, new_run, retrying
+from .support import (
+    LEASE_SECONDS,
+    at,
+    claim_request,
+    finished,
+    is_step,
+    lease_of,
+    new_run,
+    retrying,
+)
 
 T = TypeVar("T")
 Change = tuple[RunState, RunState]
@@ -169,6 +178,7 @@ async def retries(life: Recorder) -> None:
         AttemptOutcome.INFRASTRUCTURE,
         error="database unreachable",
         retry_delay=2,
+        workflow_step=is_step(claimed),
     )
     await life.complete(infrastructure)
     await life.cancel(run_id)
@@ -264,7 +274,12 @@ async def workflows(life: Recorder) -> None:
         claimed = await life.claim(queue)
         await life.complete(
             Outcome(
-                claimed.run_id, claimed.fence, RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED, "[1]"
+                claimed.run_id,
+                claimed.fence,
+                RunState.SUCCEEDED,
+                AttemptOutcome.SUCCEEDED,
+                "[1]",
+                workflow_step=is_step(claimed),
             )
         )
         item = await life.claim(queue)

@@ -193,6 +193,9 @@ class Outcome:
     error: str | None = None
     # When state is Retrying: seconds from the database's now, so no worker clock decides.
     retry_delay: float | None = None
+    # The run is a workflow step: its completion must release (or skip) the steps that
+    # wait on it in the same transaction. Other completions need no transaction at all.
+    workflow_step: bool = False
 
     def __post_init__(self) -> None:
         # The error is a handler's exception text: whatever it holds must not make the

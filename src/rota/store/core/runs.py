@@ -42,6 +42,7 @@ async def complete_in(
     outcomes: Sequence[Outcome],
     rules: Mapping[str, Breaker] | None = None,
     moved: list[Transition] | None = None,
+    release: bool = True,
 ) -> set[int]:
     """Record outcomes whose fence still holds, on ``session``; the run ids written.
     A handler's transaction commits its writes and its outcome this way. With breaker
@@ -67,7 +68,8 @@ async def complete_in(
         if moved is not None:
             moved.extend(transitions)
     ids = {row["id"] for row in written}
-    await release_after(session, ids)
+    if release:
+        await release_after(session, ids)
     return ids
 
 
@@ -105,6 +107,10 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
         if not outcomes:
             return set()
         rules = await self._breaker_rules()
+        if not rules and not any(o.workflow_step for o in outcomes):
+            # The hot path: no breaker to move and no step to release, so one statement
+            # (the webhook outbox is inside it) and no transaction to open and commit.
+            return await complete_in(OneShot(self._d, now), outcomes, rules, release=False)
         # One transaction: a breaker moves, and a workflow step's children are released,
         # with the outcome that causes it, so neither can drift from the outcomes.
         moved: list[Transition] = []
