@@ -45,8 +45,7 @@ def handler_transactions(store: Store) -> HandlerTransactions | None:
         return None
     from rota.store.postgres import PostgresStore
 
-    # A class test, not a runtime Protocol check: the worker asks for every run it
-    # starts, and isinstance against a Protocol costs microseconds each time.
+    # A class test, not a runtime Protocol check (that costs microseconds a call).
     return store if isinstance(store, PostgresStore) else None
 
 

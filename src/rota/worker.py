@@ -115,6 +115,8 @@ class Worker:
         # node hands in the counter it shares with its leader duties.
         self.restarts = restarts or Restarts()
         self._writer = OutcomeWriter(store, clock.db_now, self.restarts)
+        # Asked once: the port that lends async handlers a transaction, if the store has one.
+        self._handler_tx = handler_transactions(store)
         self._log = log.bind(node_id=options.node_id)
         # Claiming is allowed while set; cleared while the registry says "draining".
         self._may_claim = asyncio.Event()
@@ -241,8 +243,8 @@ class Worker:
         self.claimed_total += 1
         spec = self.registry.get(claimed.handler)
         open_tx = None
-        if spec is not None and spec.is_async and (ports := handler_transactions(self.store)):
-            open_tx = ports.begin_handler_transaction
+        if spec is not None and spec.is_async and self._handler_tx is not None:
+            open_tx = self._handler_tx.begin_handler_transaction
         ctx = RunContext(
             run_id=claimed.run_id,
             handler=claimed.handler,

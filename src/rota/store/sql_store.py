@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rota.store.core.access import CoreAccess
 from rota.store.core.jobs import CoreJobs
+from rota.store.core.recent import Recent
 from rota.store.core.registry import CoreRegistry
 from rota.store.core.runs import CoreRuns
 from rota.store.core.webhooks import CoreWebhooks
@@ -27,7 +28,11 @@ class SqlStore(CoreRuns, CoreRegistry, CoreJobs, CoreAccess, CoreWebhooks):
         self.supports_notify = dialect.supports_notify
         self.supports_copy = dialect.supports_copy
         self.supports_handler_transactions = dialect.supports_handler_transactions
-        self._limits_cache = None
+        # Read at most once a second (store/core/recent.py): the claim and the completion
+        # consult them on every call, and they change rarely.
+        self._limits = Recent(self._read_limits)
+        self._rules = Recent(self._read_rules)
+        self._tripped = Recent(self._read_tripped)
 
     async def open(self) -> None:
         await self._d.open()

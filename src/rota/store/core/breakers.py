@@ -8,7 +8,6 @@ session) and the serialised limited claim (:meth:`CoreBreakers._breaker_view` /
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -26,9 +25,8 @@ from rota.domain.rates import micros
 from rota.domain.runs import Outcome
 from rota.errors import InvalidArgument
 from rota.store.core.base import CoreBase
+from rota.store.core.recent import Recent
 from rota.store.dialect import Row, Session
-
-RULES_TTL_SECONDS = 1.0  # like the limits: a changed rule applies within a second
 
 
 def _row(r: Row) -> BreakerRow:
@@ -147,25 +145,18 @@ def rules_of(rows: Sequence[Row]) -> dict[str, Breaker]:
 
 
 class CoreBreakers(CoreBase):
-    _rules_cache: tuple[float, dict[str, Breaker]] | None = None
-    _tripped_cache: tuple[float, frozenset[str]] | None = None
+    # Set in SqlStore.__init__ (one per store): read at most once a second.
+    _rules: Recent[dict[str, Breaker]]
+    _tripped: Recent[frozenset[str]]
 
-    async def _tripped_handlers(self) -> frozenset[str]:
-        """Handlers with a breaker not closed, read at most once a second. Only a hint
-        for when to run the limited claim (probes may start up to a second late): the
-        plain claim itself skips runs whose breaker is not closed, in its statement."""
-        cached = self._tripped_cache
-        if cached is None or time.monotonic() - cached[0] > RULES_TTL_SECONDS:
-            rows = await self._d.rows("breakers_tripped")
-            self._tripped_cache = cached = (time.monotonic(), frozenset(r["handler"] for r in rows))
-        return cached[1]
+    async def _read_rules(self) -> dict[str, Breaker]:
+        return rules_of(await self._d.rows("breaker_rules"))
 
-    async def _breaker_rules(self) -> dict[str, Breaker]:
-        cached = self._rules_cache
-        if cached is None or time.monotonic() - cached[0] > RULES_TTL_SECONDS:
-            rules = rules_of(await self._d.rows("breaker_rules"))
-            self._rules_cache = cached = (time.monotonic(), rules)
-        return cached[1]
+    async def _read_tripped(self) -> frozenset[str]:
+        """Handlers with a breaker not closed. Only a hint for when to run the limited
+        claim (probes may start up to a second late): the plain claim itself skips runs
+        whose breaker is not closed, in its statement."""
+        return frozenset(r["handler"] for r in await self._d.rows("breakers_tripped"))
 
     async def set_breaker_rule(self, handler: str, rule: Breaker) -> None:
         params = {
@@ -176,7 +167,7 @@ class CoreBreakers(CoreBase):
             "probes": rule.probes,
         }
         await self._d.write("set_breaker_rule", params)
-        self._rules_cache = None
+        self._rules.forget()
 
     async def list_breakers(self) -> list[BreakerRow]:
         return [_row(r) for r in await self._d.rows("breakers")]
@@ -211,7 +202,7 @@ class CoreBreakers(CoreBase):
             await _save(session, [closed], [transition])
             return closed
 
-        self._tripped_cache = None
+        self._tripped.forget()
         return await self._d.in_transaction(now, reset)
 
     async def _breaker_view(self, session: Session, rules: dict[str, Breaker]) -> BreakerView:

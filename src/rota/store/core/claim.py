@@ -22,6 +22,7 @@ from rota.domain.limits import Active, Candidate, Limit, Limits, choose
 from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse, micros
 from rota.domain.runs import ClaimedRun
 from rota.store.core.breakers import CoreBreakers
+from rota.store.core.recent import Recent
 from rota.store.dialect import ClaimLockBusy, Session
 from rota.store.port import ClaimRequest
 from rota.store.rows import claimed_from_row
@@ -29,7 +30,6 @@ from rota.store.rows import claimed_from_row
 log = structlog.get_logger("rota.store")
 
 LIMITED_ROUNDS = 4  # windows a limited claim may pass over (see _choose_limited)
-LIMITS_TTL_SECONDS = 1.0  # limits change rarely: read them at most once a second
 
 
 @dataclass
@@ -57,7 +57,7 @@ class _Gate:
 
 
 class CoreClaim(CoreBreakers):
-    _limits_cache: tuple[float, Limits, Rates] | None = None
+    _limits: Recent[tuple[Limits, Rates]]  # set in SqlStore.__init__
     # When (time.monotonic) a full rate bucket this process saw gets a slot back: an
     # idle worker wakes then instead of at its next poll (see next_due_in).
     _rate_frees_at: float | None = None
@@ -73,9 +73,9 @@ class CoreClaim(CoreBreakers):
             if not first["due"]:
                 return []
             keyed = bool(first["keyed"])
-        limits, rates = await self._limits()
-        rules = await self._breaker_rules()
-        tripped = await self._tripped_handlers() if rules else frozenset()
+        limits, rates = await self._limits.get()
+        rules = await self._rules.get()
+        tripped = await self._tripped.get() if rules else frozenset()
         plain = [
             q
             for q in queues
@@ -105,14 +105,10 @@ class CoreClaim(CoreBreakers):
             claimed += await self._claim_limited(request, queues, tags, gates, want, now)
         return claimed
 
-    async def _limits(self) -> tuple[Limits, Rates]:
-        cached = self._limits_cache
-        if cached is None or time.monotonic() - cached[0] > LIMITS_TTL_SECONDS:
-            rows = await self._d.rows("limits")
-            limits = Limits.of([Limit.parse(r["scope"], r["name"], r["max_running"]) for r in rows])
-            rates = Rates.of(await self.list_rates())
-            self._limits_cache = cached = (time.monotonic(), limits, rates)
-        return cached[1], cached[2]
+    async def _read_limits(self) -> tuple[Limits, Rates]:
+        rows = await self._d.rows("limits")
+        limits = Limits.of([Limit.parse(r["scope"], r["name"], r["max_running"]) for r in rows])
+        return limits, Rates.of(await self.list_rates())
 
     async def list_rates(self) -> list[RateLimit]:
         rows = await self._d.rows("rates")
@@ -235,4 +231,4 @@ class CoreClaim(CoreBreakers):
         return chosen
 
     def _forget_limits(self) -> None:
-        self._limits_cache = None
+        self._limits.forget()

@@ -106,7 +106,7 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
         # stale here (recorded_outcomes answers the ambiguous-commit question).
         if not outcomes:
             return set()
-        rules = await self._breaker_rules()
+        rules = await self._rules.get()
         if not rules and not any(o.workflow_step for o in outcomes):
             # The hot path: no breaker to move and no step to release, so one statement
             # (the webhook outbox is inside it) and no transaction to open and commit.
@@ -118,7 +118,7 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
             now, lambda session: complete_in(session, outcomes, rules, moved)
         )
         if moved:  # this process's next claim sees the new state at once
-            self._tripped_cache = None
+            self._tripped.forget()
         return written
 
     async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
