@@ -28,10 +28,14 @@ picked AS (
           AND handler <> ALL(%(limited_handlers)s::text[])
           AND (tags IS NULL OR tags <@ %(tags)s::text[])
           -- A run whose breaker is open or half-open waits for the limited path (ADR 0016).
-          AND NOT EXISTS (
-              SELECT 1 FROM rota_breakers b
-              WHERE b.handler = rota_runs.handler
-                AND b.breaker_key = COALESCE(rota_runs.breaker_key, '') AND b.state <> 'closed')
+          -- Each row is checked only while some breaker is not closed: the first test
+          -- is one look per statement (an InitPlan), and the common case stops there.
+          AND (NOT (SELECT EXISTS (SELECT 1 FROM rota_breakers WHERE state <> 'closed'))
+               OR NOT EXISTS (
+                   SELECT 1 FROM rota_breakers b
+                   WHERE b.handler = rota_runs.handler
+                     AND b.breaker_key = COALESCE(rota_runs.breaker_key, '')
+                     AND b.state <> 'closed'))
           AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
         ORDER BY sort_at, id
         LIMIT %(limit)s

@@ -36,10 +36,14 @@ WHERE id IN (
               WHERE value NOT IN (SELECT value FROM json_each(:tags))))
           AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
           -- A run whose breaker is open or half-open waits for the limited path (ADR 0016).
-          AND NOT EXISTS (
-              SELECT 1 FROM rota_breakers b
-              WHERE b.handler = rota_runs.handler
-                AND b.breaker_key = COALESCE(rota_runs.breaker_key, '') AND b.state <> 'closed')
+          -- Each row is checked only while some breaker is not closed: the first test
+          -- is evaluated once per statement, and the common case stops there.
+          AND (NOT (SELECT EXISTS (SELECT 1 FROM rota_breakers WHERE state <> 'closed'))
+               OR NOT EXISTS (
+                   SELECT 1 FROM rota_breakers b
+                   WHERE b.handler = rota_runs.handler
+                     AND b.breaker_key = COALESCE(rota_runs.breaker_key, '')
+                     AND b.state <> 'closed'))
         ORDER BY sort_at, id
         LIMIT :limit)
     ORDER BY r.sort_at, r.id
