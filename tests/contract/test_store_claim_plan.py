@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import psycopg
 import pytest
@@ -50,3 +51,58 @@ async def test_claim_uses_the_claimable_index(pg_clean: str) -> None:
     for plan in plans:
         assert "Index Scan using rota_runs_claimable on rota_runs" in plan, plan
         assert "Seq Scan on rota_runs" not in plan, plan
+
+
+def _prepared(name: str, sql: str) -> tuple[str, list[str]]:
+    """``PREPARE name AS sql`` with its %(param)s placeholders numbered, and the params
+    in the order of their numbers (every param of these queries carries a cast)."""
+    order: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in order:
+            order.append(match.group(1))
+        return f"${order.index(match.group(1)) + 1}"
+
+    body = re.sub(r"%\((\w+)\)s", number, sql).replace("%%", "%")
+    return f"PREPARE {name} AS {body}", order
+
+
+@pytest.mark.parametrize("query", ["complete", "renew", "release"])
+async def test_lease_writes_look_runs_up_by_id(pg_clean: str, query: str) -> None:
+    """Statistics taken when no run was held (just after a bulk enqueue) must not make
+    a lease write scan every held lease per row of its batch (see leases.sql)."""
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        await store.enqueue([new_run(payload=json.dumps({"i": i})) for i in range(4000)], T0)
+    finally:
+        await store.close()
+    async with await psycopg.AsyncConnection.connect(pg_clean, autocommit=True) as conn:
+        await conn.execute("ANALYZE rota_runs")  # nothing held yet
+        await conn.execute(
+            "UPDATE rota_runs SET state = 'claimed', attempt = 1, fence = 1, worker_id = 'w',"
+            " lease_expires_at = %(t)s WHERE id <= 800",
+            {"t": T0},
+        )
+        # Production statements are prepared by psycopg after a few executions, and a
+        # prepared statement may then run on a generic plan: check that plan.
+        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        prepare, order = _prepared("lease_write", load_queries("postgres")[query])
+        await conn.execute(prepare)
+        values = {
+            "now": "NULL",
+            "id": "'{" + ",".join(str(i) for i in range(1, 101)) + "}'::bigint[]",
+            "fence": "array_fill(1::bigint, ARRAY[100])",
+            "state": "array_fill('succeeded'::text, ARRAY[100])",
+            "outcome": "array_fill('succeeded'::text, ARRAY[100])",
+            "result": "array_fill(NULL::text, ARRAY[100])",
+            "error": "array_fill(NULL::text, ARRAY[100])",
+            "retry_delay": "array_fill(NULL::float8, ARRAY[100])",
+            "lease_seconds": "30",
+            "attempt_error": "'released'",
+        }
+        args = ", ".join(values[name] for name in order)
+        cur = await conn.execute(f"EXPLAIN EXECUTE lease_write({args})")
+        plan = "\n".join(row[0] for row in await cur.fetchall())
+    assert "Index Scan using rota_runs_pkey on rota_runs r" in plan, plan
+    assert "rota_runs_leased" not in plan, plan

@@ -1,5 +1,12 @@
 -- A claimed run's lease: renewing it, writing its outcome, handing it back, and the
 -- reaper's writes once it expired. Every write names the run's fence.
+--
+-- These writes find their runs by id (the primary key), one lookup per run, and test
+-- the state as ``r.state || ''``: that hides the test from the planner's partial-index
+-- matching. Written plainly, it lets the planner pick rota_runs_leased whenever its
+-- statistics say few runs are held (e.g. analysed just after a bulk enqueue), and that
+-- plan joins EVERY held lease against every row of the batch: 100 x 800 comparisons
+-- per completion on a busy two-worker drain, instead of 100 index lookups.
 
 -- name: renew
 -- The first renewal also confirms the run is executing (Claimed -> Running).
@@ -8,7 +15,7 @@ UPDATE rota_runs r
 SET lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s),
     state = 'running'
 FROM unnest(%(id)s::bigint[], %(fence)s::bigint[]) AS l(id, fence), t
-WHERE r.id = l.id AND r.fence = l.fence AND r.state IN ('claimed', 'running')
+WHERE r.id = l.id AND r.fence = l.fence AND r.state || '' IN ('claimed', 'running')
 RETURNING r.id, r.cancel_requested, r.lease_expires_at;
 
 -- name: complete
@@ -42,7 +49,7 @@ done AS (
         finished_at = CASE WHEN c.state = 'retrying' AND NOT r.cancel_requested THEN NULL
                            ELSE t.now END
     FROM input c, t
-    WHERE r.id = c.id AND r.fence = c.fence AND r.state IN ('claimed', 'running')
+    WHERE r.id = c.id AND r.fence = c.fence AND r.state || '' IN ('claimed', 'running')
     RETURNING r.id, r.fence,
               CASE WHEN c.outcome = 'infrastructure' THEN r.attempt + 1 ELSE r.attempt END
                   AS attempt,
@@ -104,7 +111,7 @@ released AS (
         finished_at = CASE WHEN r.cancel_requested THEN t.now END,
         attempt = r.attempt - 1, lease_expires_at = NULL
     FROM unnest(%(id)s::bigint[], %(fence)s::bigint[]) AS l(id, fence), t
-    WHERE r.id = l.id AND r.fence = l.fence AND r.state IN ('claimed', 'running')
+    WHERE r.id = l.id AND r.fence = l.fence AND r.state || '' IN ('claimed', 'running')
     RETURNING r.id, r.fence, r.attempt + 1 AS attempt, r.worker_id, r.started_at
 ),
 recorded AS (
@@ -143,7 +150,7 @@ reaped AS (
         error = COALESCE(v.error, r.error),
         finished_at = CASE WHEN v.state = 'pending' THEN NULL ELSE t.now END
     FROM input v, t
-    WHERE r.id = v.id AND r.fence = v.fence AND r.state IN ('claimed', 'running')
+    WHERE r.id = v.id AND r.fence = v.fence AND r.state || '' IN ('claimed', 'running')
     RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, r.state, v.attempt_error,
               r.namespace, r.handler, r.queue
 ),
