@@ -81,20 +81,24 @@ async def prefill(url: str, total: int, batch: int = 5000) -> None:
 async def drain_worker(
     control: Control,
     url: str,
-    concurrency: int,
+    concurrency: int | None,
     node_id: str,
     pool_size: int = 4,
     profile_path: str | None = None,
     metrics: bool = True,
 ) -> None:
     """Work until the parent says stop; report CPU seconds used after the start line.
-    ``metrics``: rota's Prometheus instruments on or off (bench.observability)."""
+    ``metrics``: rota's Prometheus instruments on or off (bench.observability).
+    ``concurrency`` None: the worker's own default, as ``rota worker`` runs it."""
     from rota.observe import hooks
 
     hooks.set_enabled(metrics)
     app = make_app(url, pool_size)
     await app.store()
-    options = app.worker_options(concurrency=concurrency, node_id=node_id)
+    if concurrency is None:
+        options = app.worker_options(node_id=node_id)
+    else:
+        options = app.worker_options(concurrency=concurrency, node_id=node_id)
     control.ready()
     await control.wait_go()
     cpu_start = time.process_time()

@@ -133,3 +133,22 @@ class LatencyProducer:
     async def close(self) -> None:
         if self._conn is not None:
             await self._conn.close()
+
+
+async def drain_worker_defaults(control: Control, url: str) -> None:
+    """The same, at QueueManager.run's own defaults (batch_size 10), on asyncio's loop."""
+    conn, queries = await _queries(url)
+    qm = QueueManager(queries)
+
+    @qm.entrypoint("noop")
+    async def noop(job: Job) -> None:
+        return None
+
+    control.ready()
+    await control.wait_go()
+    cpu_start = time.process_time()
+    try:
+        await qm.run(mode=QueueExecutionMode.drain)
+    finally:
+        await conn.close()
+    control.report({"cpu_s": time.process_time() - cpu_start})

@@ -6,7 +6,7 @@ app = rota.App("sqlite:///rota.db")
 async def send_report(ctx: rota.RunContext, payload: dict) -> dict | None: ...
 
 app.enqueue("send-report", {"day": "2026-11-29"})
-app.run_worker(concurrency=8)
+app.run_worker()
 """
 
 from rota import domain

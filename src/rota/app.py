@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from rota import flows, schedules, services
+from rota import flows, loops, schedules, services
 from rota.bootstrap import caller_connection_enqueue
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
@@ -40,7 +40,7 @@ from rota.node import Node, NodeRoles
 from rota.services import RunDetail, RunRequest
 from rota.store.optional import CallerConnectionEnqueue
 from rota.store.port import LeaderInfo, Store
-from rota.worker import Worker, WorkerOptions
+from rota.worker import DEFAULT_CONCURRENCY, Worker, WorkerOptions
 from rota.worker_http import WorkerHttp, serving
 from rota.workflow import Workflow
 
@@ -375,14 +375,16 @@ class App:
     # -- working ------------------------------------------------------------
     def run_worker(
         self,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         node_id: str | None = None,
         queues: Iterable[str] | None = None,
         tags: Iterable[str] = (),
         http: WorkerHttp | None = None,
+        loop: str = "auto",
     ) -> None:
         """Work until SIGTERM or SIGINT, then shut down gracefully. Blocking. ``http``:
-        serve /metrics and health probes beside the worker (``rota worker --http``)."""
+        serve /metrics and health probes beside the worker (``rota worker --http``).
+        ``loop``: auto (uvloop when installed), uvloop or asyncio (rota.loops)."""
         options = self.worker_options(concurrency, node_id, queues, tags)
 
         async def main() -> None:
@@ -396,11 +398,11 @@ class App:
             finally:
                 await self.aclose()
 
-        asyncio.run(main())
+        loops.run(main(), loop)
 
     def worker_options(
         self,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         node_id: str | None = None,
         queues: Iterable[str] | None = None,
         tags: Iterable[str] = (),

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rota import cli_api, cli_webhooks, cli_workflows, logs, services
+from rota import cli_api, cli_webhooks, cli_workflows, logs, loops, services
 from rota import schedules as schedules_service
 from rota.bootstrap import open_store
 from rota.bootstrap import upgrade as upgrade_schema
@@ -22,6 +22,7 @@ from rota.clock import SystemClock
 from rota.config import Settings
 from rota.errors import RotaError, StoreUnavailable
 from rota.store.port import Store
+from rota.worker import DEFAULT_CONCURRENCY
 from rota.worker_http import WorkerHttp
 
 T = TypeVar("T")
@@ -78,7 +79,20 @@ def main(log_level: str, log_json: bool) -> None:
 @main.command()
 @click.option("--app", "app_target", required=True, help="MODULE:ATTRIBUTE of your rota.App.")
 @db_option
-@click.option("--concurrency", default=8, show_default=True, type=int)
+@click.option(
+    "--concurrency",
+    default=DEFAULT_CONCURRENCY,
+    show_default=True,
+    type=int,
+    help="Runs at once (async handlers mostly wait on I/O; see ADR 0019).",
+)
+@click.option(
+    "--loop",
+    type=click.Choice(loops.LOOPS),
+    default="auto",
+    show_default=True,
+    help="Event loop; auto is uvloop when installed (pip install 'rota[uvloop]').",
+)
 @click.option("--node-id", default=None, help="Unique worker name (default HOST-PID).")
 @click.option("--queues", default=None, help="Comma-separated queues (default: the handlers').")
 @click.option("--tags", default="", help="Comma-separated capabilities, e.g. gpu,region-eu.")
@@ -93,6 +107,7 @@ def worker(
     app_target: str,
     db: str | None,
     concurrency: int,
+    loop: str,
     node_id: str | None,
     queues: str | None,
     tags: str,
@@ -114,6 +129,7 @@ def worker(
             queues=queue_list,
             tags=_split(tags),
             http=http,
+            loop=loop,
         )
     except StoreUnavailable as exc:
         _fail(str(exc), code=3)

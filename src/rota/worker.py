@@ -39,6 +39,12 @@ from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, every
 
 log = structlog.get_logger("rota.worker")
 MAX_CLAIM_BATCH = 100
+# Runs at once per worker when nothing says otherwise (ADR 0019): handlers are async and
+# mostly wait on I/O, so a worker is bound by its event loop's CPU, not by slots. At 100
+# a claim fills a whole batch (MAX_CLAIM_BATCH) as slots free up, and the no-op drain is
+# within a few percent of the best any setting reached (docs/benchmarks.md). Sync
+# handlers run in threads; only as many are started as run at once.
+DEFAULT_CONCURRENCY = 100
 
 
 def default_node_id() -> str:
@@ -48,7 +54,7 @@ def default_node_id() -> str:
 @dataclass(frozen=True)
 class WorkerOptions:
     node_id: str = field(default_factory=default_node_id)
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     queues: tuple[str, ...] = ()  # empty: the queues of the registered handlers
     tags: tuple[str, ...] = ()  # capabilities: runs needing a subset of these may be claimed
     # Whether the node this worker runs in stands for leader (rota.node); the leader

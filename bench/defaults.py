@@ -1,0 +1,155 @@
+"""``python -m bench.defaults [--jobs N] [--repeats N] [--processes N ...] [--write]``
+
+Defaults against best settings, rota and PgQueuer in the same run (issue 15: "defaults
+are fast"). Four configurations drain the same pre-enqueued no-op runs, each in a fresh
+database, the order rotating between repeats so neither system always goes first:
+
+- rota as shipped: ``App.work`` with ``app.worker_options()`` untouched and the event
+  loop ``rota worker`` picks (rota.loops: uvloop when installed), Settings defaults;
+- rota best tuned: concurrency 200 per process on uvloop (the bench sweep's usual pick);
+- PgQueuer at its best documented settings (bench.peers.pgqueuer: batch 100, uvloop);
+- PgQueuer at its defaults (``QueueManager.run`` with its default batch size, asyncio).
+
+Medians with min..max. ``--write`` replaces the section between the defaults markers in
+docs/benchmarks.md (``make bench`` runs this after the main bench).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+from bench import rota_runner, scenarios
+from bench.config import BenchConfig
+from bench.peers import pgqueuer
+from bench.results import say
+from bench.systems import PGQUEUER, RotaWorkerSettings, System, rota_system
+
+REPORT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+START, END = "<!-- bench.defaults:start -->", "<!-- bench.defaults:end -->"
+
+
+def _rota_as_shipped() -> System:
+    from rota.loops import resolve
+
+    def kwargs(url: str, index: int) -> dict[str, object]:
+        return {"url": url, "concurrency": None, "node_id": f"bench-w{index}"}
+
+    loop = resolve("auto")
+    return System("rota, as shipped", rota_runner, loop, kwargs, f"defaults, {loop} loop")
+
+
+def configurations() -> list[System]:
+    best = rota_system(RotaWorkerSettings(concurrency=200, loop="uvloop"))
+    pgq_defaults = System(
+        "PgQueuer, defaults",
+        _PGQ_DEFAULTS,
+        "asyncio",
+        settings="QueueManager.run(mode=drain), batch_size default, asyncio loop",
+    )
+    return [
+        _rota_as_shipped(),
+        replace(best, name="rota, best tuned"),
+        replace(PGQUEUER, name="PgQueuer, best documented"),
+        pgq_defaults,
+    ]
+
+
+# bench.peers.pgqueuer with its drain worker at PgQueuer's defaults.
+_PGQ_DEFAULTS = ModuleType("bench.peers.pgqueuer_defaults")
+_PGQ_DEFAULTS.__dict__.update(
+    {name: getattr(pgqueuer, name) for name in ("install", "prefill", "version")},
+    drain_worker=pgqueuer.drain_worker_defaults,
+    UNFINISHED_SQL=pgqueuer.UNFINISHED_SQL,
+    SUCCEEDED_SQL=pgqueuer.SUCCEEDED_SQL,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.defaults")
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    cfg = replace(BenchConfig(), jobs=args.jobs, repeats=args.repeats)
+    systems = configurations()
+    samples: dict[tuple[str, int], list[float]] = {}
+    loads: list[float] = []
+    for repeat in range(cfg.repeats):
+        for processes in args.processes:
+            shift = repeat % len(systems)
+            for system in systems[shift:] + systems[:shift]:
+                loads.append(os.getloadavg()[0])
+                say(f"defaults / {system.name} / {processes} process(es) / repeat {repeat + 1}")
+                result = scenarios.pg_drain_once(cfg, system, processes)
+                samples.setdefault((system.name, processes), []).append(result.jobs_per_s)
+    text = render(systems, args.processes, samples, loads, cfg)
+    print(text)
+    if args.write:
+        write(text)
+    return 0
+
+
+def _cell(values: list[float]) -> str:
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}..{max(values):,.0f})"
+
+
+def render(
+    systems: list[System],
+    counts: list[int],
+    samples: dict[tuple[str, int], list[float]],
+    loads: list[float],
+    cfg: BenchConfig,
+) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = [
+        START,
+        "### Defaults against best settings (bench.defaults)",
+        "",
+        f"`python -m bench.defaults --jobs {cfg.jobs} --repeats {cfg.repeats}`, run on {stamp};",
+        f"{os.cpu_count()} cores shared with other sessions (1-minute load "
+        f"{min(loads):.1f} to {max(loads):.1f}). Drain of {cfg.jobs:,} pre-enqueued no-op runs,",
+        "jobs/s, median (min..max) of the repeats; order rotated between repeats.",
+        "",
+        "| configuration | settings | "
+        + " | ".join(f"{n} process{'es' if n > 1 else ''}" for n in counts)
+        + " |",
+        "| --- | --- |" + " ---: |" * len(counts),
+    ]
+    for s in systems:
+        cells = [_cell(samples[(s.name, n)]) for n in counts]
+        lines.append(f"| {s.name} | {s.settings} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for n in counts:
+        shipped = statistics.median(samples[("rota, as shipped", n)])
+        best = statistics.median(samples[("rota, best tuned", n)])
+        pgq = statistics.median(samples[("PgQueuer, best documented", n)])
+        lines.append(
+            f"- {n} process{'es' if n > 1 else ''}: rota as shipped / rota best tuned "
+            f"= {shipped / best:.2f}; rota as shipped / PgQueuer best documented "
+            f"= {shipped / pgq:.2f}"
+        )
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def write(text: str) -> None:
+    report = REPORT.read_text()
+    if START in report and END in report:
+        head, rest = report.split(START, 1)
+        _, tail = rest.split(END, 1)
+        report = head + text.rstrip("\n") + tail
+    else:
+        report = report.rstrip("\n") + "\n\n" + text
+    REPORT.write_text(report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
