@@ -49,7 +49,9 @@ PROCESSES = 2
 SETUP_TIMEOUT_S = 120.0
 STATS_SETTLE_S = 10.0  # backends flush their table counters at exit; wait for that
 
-STATEMENTS_SQL = TAG + """
+STATEMENTS_SQL = (
+    TAG
+    + """
 SELECT queryid, min(query), sum(calls), sum(rows), sum(wal_records), sum(wal_fpi),
        sum(wal_bytes), sum(total_exec_time)
 FROM pg_stat_statements
@@ -57,11 +59,17 @@ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND query NOT LIKE '%%bench.server_cost%%'
 GROUP BY queryid
 """
-TABLES_SQL = TAG + """
+)
+TABLES_SQL = (
+    TAG
+    + """
 SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, n_dead_tup
 FROM pg_stat_user_tables
 """
-BTREES_SQL = TAG + """
+)
+BTREES_SQL = (
+    TAG
+    + """
 SELECT c.oid::regclass::text, t.relname
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
@@ -70,8 +78,11 @@ JOIN pg_am am ON am.oid = c.relam
 WHERE am.amname = 'btree' AND t.relnamespace NOT IN (
     'pg_catalog'::regnamespace, 'information_schema'::regnamespace, 'pg_toast'::regnamespace)
 """
+)
 # Heap pointers, not leaf items: deduplication packs equal keys into one posting list.
-LEAF_ITEMS_SQL = TAG + """
+LEAF_ITEMS_SQL = (
+    TAG
+    + """
 SELECT coalesce(sum(coalesce(cardinality(i.tids), 1)), 0)
 FROM generate_series(1, (pg_relation_size(%s::regclass)
                          / current_setting('block_size')::int)::int - 1) AS b,
@@ -79,6 +90,7 @@ FROM generate_series(1, (pg_relation_size(%s::regclass)
      LATERAL bt_page_items(%s, b) AS i
 WHERE s.type = 'l' AND (s.btpo_next = 0 OR i.itemoffset > 1)
 """
+)
 
 
 @dataclass(frozen=True)
@@ -239,12 +251,17 @@ def render(measured: dict[str, list[dict[str, Any]]], cfg: BenchConfig) -> str:
         for table, t in sorted(last["tables"].items()):
             per = {k: v / cfg.jobs for k, v in t.items()}
             owned = sorted(
-                (i for i, tab in last["index_table"].items() if tab == table and i in last["indexes"]),
+                (
+                    i
+                    for i, tab in last["index_table"].items()
+                    if tab == table and i in last["indexes"]
+                ),
             )
             entries = ", ".join(f"{i} {last['indexes'][i]:.2f}" for i in owned)
             lines.append(
                 f"- `{table}`: {per['ins']:.2f} inserted, {per['upd']:.2f} updated "
-                f"({per['hot']:.2f} HOT), {per['del']:.2f} deleted; index entries: {entries or 'none'}"
+                f"({per['hot']:.2f} HOT), {per['del']:.2f} deleted; "
+                f"index entries: {entries or 'none'}"
             )
         for s in last["top"]:
             lines.append(

@@ -138,6 +138,7 @@ async def test_a_renewal_after_the_first_can_rewrite_the_run_in_place(pg_clean: 
         assert len(await (await conn.execute(renew, params)).fetchall()) == 20
         after = await (await conn.execute(counts)).fetchone()
         await conn.rollback()
-    assert before is not None and after is not None
+    assert before is not None
+    assert after is not None
     assert after[0] - before[0] == 20  # every run renewed ...
     assert after[1] - before[1] > 0  # ... and some in place
