@@ -24,51 +24,50 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from bench import rota_runner, scenarios
 from bench.config import BenchConfig
-from bench.peers import pgqueuer
 from bench.results import say
-from bench.systems import PGQUEUER, RotaWorkerSettings, System, rota_system
+
+if TYPE_CHECKING:
+    from bench.systems import System
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 START, END = "<!-- bench.defaults:start -->", "<!-- bench.defaults:end -->"
 
 
-def _rota_as_shipped() -> System:
+def configurations() -> list[System]:
+    from bench import rota_runner
+    from bench.peers import pgqueuer
+    from bench.systems import PGQUEUER, RotaWorkerSettings, System, rota_system
     from rota.loops import resolve
 
-    def kwargs(url: str, index: int) -> dict[str, object]:
+    def shipped_kwargs(url: str, index: int) -> dict[str, object]:
         return {"url": url, "concurrency": None, "node_id": f"bench-w{index}"}
 
     loop = resolve("auto")
-    return System("rota, as shipped", rota_runner, loop, kwargs, f"defaults, {loop} loop")
-
-
-def configurations() -> list[System]:
+    shipped = System("rota, as shipped", rota_runner, loop, shipped_kwargs, f"defaults, {loop}")
     best = rota_system(RotaWorkerSettings(concurrency=200, loop="uvloop"))
+    # bench.peers.pgqueuer with its drain worker at PgQueuer's defaults.
+    pgq_module = ModuleType("bench.peers.pgqueuer_defaults")
+    pgq_module.__dict__.update(
+        {name: getattr(pgqueuer, name) for name in ("install", "prefill", "version")},
+        drain_worker=pgqueuer.drain_worker_defaults,
+        UNFINISHED_SQL=pgqueuer.UNFINISHED_SQL,
+        SUCCEEDED_SQL=pgqueuer.SUCCEEDED_SQL,
+    )
     pgq_defaults = System(
         "PgQueuer, defaults",
-        _PGQ_DEFAULTS,
+        pgq_module,
         "asyncio",
         settings="QueueManager.run(mode=drain), batch_size default, asyncio loop",
     )
     return [
-        _rota_as_shipped(),
-        replace(best, name="rota, best tuned"),
-        replace(PGQUEUER, name="PgQueuer, best documented"),
+        shipped,
+        replace(best, name="rota, best tuned", settings="concurrency=200 per process, uvloop"),
+        replace(PGQUEUER, name="PgQueuer, best documented", settings="batch_size=100, uvloop"),
         pgq_defaults,
     ]
-
-
-# bench.peers.pgqueuer with its drain worker at PgQueuer's defaults.
-_PGQ_DEFAULTS = ModuleType("bench.peers.pgqueuer_defaults")
-_PGQ_DEFAULTS.__dict__.update(
-    {name: getattr(pgqueuer, name) for name in ("install", "prefill", "version")},
-    drain_worker=pgqueuer.drain_worker_defaults,
-    UNFINISHED_SQL=pgqueuer.UNFINISHED_SQL,
-    SUCCEEDED_SQL=pgqueuer.SUCCEEDED_SQL,
-)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
+    from bench.snapshot import pin_rota_source
+
+    pin_rota_source()  # before anything imports rota: src/ may change during the run
+    from bench import scenarios
+
     cfg = replace(BenchConfig(), jobs=args.jobs, repeats=args.repeats)
     systems = configurations()
     samples: dict[tuple[str, int], list[float]] = {}

@@ -31,16 +31,19 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import pg
 from bench.config import BenchConfig
 from bench.drain import DrainSpec, run_drain
 from bench.results import run_async, say
-from bench.systems import PGQUEUER, RotaWorkerSettings, System, rota_system
+
+if TYPE_CHECKING:
+    from bench.systems import System
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 START, END = "<!-- bench.server_cost:start -->", "<!-- bench.server_cost:end -->"
@@ -265,7 +268,8 @@ def render(measured: dict[str, list[dict[str, Any]]], cfg: BenchConfig) -> str:
             )
         for s in last["top"]:
             lines.append(
-                f"- {s['calls_per_run']:.3f} calls/run, {s['wal_bytes'] / cfg.jobs:.0f} WAL B/run: "
+                f"- {s['calls_per_run']:.3f} calls/run, {s['wal_bytes'] / cfg.jobs:.0f} WAL B/run, "
+                f"{s['ms'] * 1000 / cfg.jobs:.1f} µs/run: "
                 f"`{s['query']}`"
             )
     lines.append(END)
@@ -283,22 +287,43 @@ def write(text: str) -> None:
     REPORT.write_text(report)
 
 
-def systems(args: argparse.Namespace) -> list[System]:
-    rota = rota_system(RotaWorkerSettings(concurrency=args.concurrency))
-    return [rota, PGQUEUER]
+def systems(args: argparse.Namespace, label: str) -> list[System]:
+    from bench.systems import PGQUEUER, RotaWorkerSettings, rota_system
+
+    rota = replace(rota_system(RotaWorkerSettings(concurrency=args.concurrency)), name=label)
+    return [rota] if args.no_peer else [rota, PGQUEUER]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.server_cost")
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=RotaWorkerSettings().concurrency)
+    parser.add_argument("--concurrency", type=int, default=200, help="rota's, per process")
+    parser.add_argument("--rev", help="measure this git revision's src/rota (bench.ab)")
+    parser.add_argument("--no-peer", action="store_true", help="rota only")
     parser.add_argument("--admin-url", default=pg.ADMIN_URL)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
+    label = "rota"
+    with tempfile.TemporaryDirectory(prefix="rota-cost-") as tmp:
+        if args.rev:  # before anything imports rota
+            from bench.ab import checkout
+            from bench.snapshot import pin_rota_source
+
+            side = checkout(args.rev, Path(tmp))
+            pin_rota_source(side.source)
+            label = f"rota {side.commit}"
+        else:
+            from bench.snapshot import pin_rota_source
+
+            pin_rota_source()
+        return _run(args, label)
+
+
+def _run(args: argparse.Namespace, label: str) -> int:
     cfg = replace(BenchConfig(admin_url=args.admin_url), jobs=args.jobs, repeats=args.repeats)
     measured: dict[str, list[dict[str, Any]]] = {}
-    chosen = systems(args)
+    chosen = systems(args, label)
     for repeat in range(cfg.repeats):
         # The order rotates between repeats, so neither system always goes first.
         order = chosen[repeat % len(chosen) :] + chosen[: repeat % len(chosen)]
