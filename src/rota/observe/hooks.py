@@ -9,6 +9,7 @@ the bench compares the same drain with and without them.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import time
@@ -121,10 +122,16 @@ def _handler(name: str) -> str:
 # -- producing -------------------------------------------------------------------------
 @_guarded("enqueue")
 def runs_enqueued(runs: Sequence[NewRun], results: Sequence[Enqueued]) -> None:
+    # Counted per (queue, handler) first: a bulk enqueue of 20,000 runs of one handler
+    # is one labelled increment, not 20,000 (they cost as much as writing the runs).
+    created = collections.Counter(
+        (run.queue, run.handler)
+        for run, result in zip(runs, results, strict=False)
+        if result.created
+    )
     counter = OBSERVER.instruments.enqueued
-    for run, result in zip(runs, results, strict=False):
-        if result.created:
-            counter.labels(_queue(run.queue), _handler(run.handler)).inc()
+    for (queue, handler), count in created.items():
+        counter.labels(_queue(queue), _handler(handler)).inc(count)
 
 
 @_guarded("planner")
