@@ -139,8 +139,9 @@ def slots_planned(runs: Sequence[NewRun], now: datetime) -> None:
     """The runs of one job the planner created (its advance was applied)."""
     instruments = OBSERVER.instruments
     instruments.slots_planned.inc(len(runs))
+    for (queue, handler), count in collections.Counter((r.queue, r.handler) for r in runs).items():
+        instruments.enqueued.labels(_queue(queue), _handler(handler)).inc(count)
     for run in runs:
-        instruments.enqueued.labels(_queue(run.queue), _handler(run.handler)).inc()
         if run.slot_at is not None:
             instruments.schedule_lag.observe(max((now - run.slot_at).total_seconds(), 0.0))
 
