@@ -101,8 +101,8 @@ def memory_lines(results: Results) -> list[str]:
         return ["(not measured in this run)"]
     lines = [
         "| variant | idle at start MiB | idle after "
-        f"{IDLE_S:g} s MiB | after the first quarter MiB | after the last quarter MiB |"
-        " at the end MiB | peak MiB |",
+        f"{IDLE_S:g} s MiB | first quarter of readings (median) MiB | last quarter "
+        "(median) MiB | at the end MiB | peak MiB |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in records:
