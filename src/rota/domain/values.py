@@ -173,7 +173,8 @@ def _suspect(text: str) -> bool:
     surrogate, or enough containers that it might nest too deep."""
     if _SUSPECT_ESCAPE.search(text) is not None:
         return True
-    return text.count("[") + text.count("{") > MAX_JSON_DEPTH
+    # A text this short cannot hold that many containers (most payloads): not counted.
+    return len(text) > MAX_JSON_DEPTH and text.count("[") + text.count("{") > MAX_JSON_DEPTH
 
 
 def _check_json(path: str, value: Any) -> None:
