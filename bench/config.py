@@ -26,6 +26,7 @@ class BenchConfig:
     api_rows: int = 1_000_000  # (h) runs in the table behind the HTTP API
     api_requests: int = 500  # (h) sequential GETs per filter
     trigger_seconds: float = 15.0  # (h) length of the trigger hammering
+    memory_runs: int = 1_000_000  # (l) runs one worker drains while its RSS is watched
     scenario_timeout_s: float = 180.0  # any one measurement; then it is reported failed
     quick: bool = False
 
@@ -51,6 +52,7 @@ class BenchConfig:
             api_rows=50_000,
             api_requests=100,
             trigger_seconds=3.0,
+            memory_runs=40_000,
             scenario_timeout_s=60.0,
             quick=True,
         )

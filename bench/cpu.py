@@ -9,6 +9,7 @@ split is left out of the report).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -36,8 +37,16 @@ def _postgres_pids() -> list[int]:
     return pids
 
 
+BackendPids = Callable[[], Iterable[int]]
+
+
 class ServerCpu:
     """CPU seconds the PostgreSQL processes used between ``start()`` and ``stop()``.
+
+    With ``backends`` (a function listing the pids of the database under test's
+    backends), only those count: other sessions on a shared server, and the server's
+    own background processes (WAL writer, checkpointer), are left out, for every system
+    alike. Without it, every postgres process counts.
 
     A backend's CPU time vanishes from /proc when it exits (a worker in drain mode
     disconnects as soon as it is done), so ``sample()`` is called during the window and
@@ -45,27 +54,33 @@ class ServerCpu:
     count in full.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, backends: BackendPids | None = None) -> None:
+        self._backends = backends
         self._before: dict[int, float] = {}
         self._last: dict[int, float] = {}
+        self._started = False  # False off Linux (no /proc): the split is left out
         self.seconds: float | None = None
+
+    def _pids(self) -> list[int]:
+        return list(self._backends()) if self._backends is not None else _postgres_pids()
 
     def start(self) -> None:
         if Path("/proc/self/stat").exists():
-            self._before = {pid: _cpu_seconds(pid) for pid in _postgres_pids()}
+            self._before = {pid: _cpu_seconds(pid) for pid in self._pids()}
             self._last = dict(self._before)
+            self._started = True
 
     def sample(self) -> None:
-        if not self._before:
+        if not self._started:
             return
-        for pid in _postgres_pids():
+        for pid in self._pids():
             seconds = _cpu_seconds(pid)
             if seconds > 0:  # 0.0 also means "exited while we read it": keep the last
                 self._last[pid] = max(seconds, self._last.get(pid, 0.0))
 
     def so_far(self) -> float | None:
         """CPU seconds used since start(), as of the last sample()."""
-        if not self._before:
+        if not self._started:
             return None
         return max(0.0, sum(t - self._before.get(pid, 0.0) for pid, t in self._last.items()))
 

@@ -3,7 +3,7 @@
 Setup (not measured): a fresh database, N cron jobs saved through rota.schedules (in
 parallel over a small pool). Then 2 worker processes run ``App.work`` with a no-op
 handler; one becomes leader and runs the planner (Settings defaults: a tick every
-second, a 5 s horizon). The bench waits across ``cfg.cron_slots`` minute boundaries and
+second, its default horizon). The bench waits across ``cfg.cron_slots`` minute boundaries and
 then reads everything from rota_runs, with the database clock on both sides:
 
 - planning: ``created_at`` of a slot's runs, min..max relative to the slot (negative is
@@ -23,17 +23,20 @@ import datetime as dt
 import time
 from typing import Any
 
+import rota
 from bench import pg, rota_runner
 from bench.config import BenchConfig
 from bench.procs import WorkerGroup
 from bench.results import Results, run_async
 from bench.systems import RotaWorkerSettings, rota_system
 
-FIRST_SLOT_MARGIN_S = 10.0  # election + first tick + the 5 s horizon, with room
+HORIZON_S = rota.Settings().planner_horizon_seconds  # the planner runs at its default
+FIRST_SLOT_MARGIN_S = HORIZON_S + 5.0  # election + first tick + the horizon, with room
 SETTLE_S = 45.0  # after the last slot: its runs must be done by then
 POLL_S = 0.5
 VISIBLE_POLL_S = 0.1
-VISIBLE_WINDOW_S = (8.0, 5.0)  # watch runs appear from 8 s before a slot to 5 s after
+# Watch runs appear from before the planner's first tick for a slot to 5 s after it.
+VISIBLE_WINDOW_S = (HORIZON_S + 3.0, 5.0)
 VISIBLE_SQL = (
     "SELECT extract(epoch FROM clock_timestamp() - %s)::float8, count(*)"
     " FROM rota_runs WHERE slot_at = %s"
@@ -205,4 +208,4 @@ def cron_schedules(cfg: BenchConfig, results: Results, worker: RotaWorkerSetting
         )
     p99 = outcome["overall"]["p99_s"]
     value = p99 if p99 is not None else float("nan")
-    results.add("cron", "rota", variant, value, schedules=count, **outcome)
+    results.add("cron", "rota", variant, value, schedules=count, horizon_s=HORIZON_S, **outcome)

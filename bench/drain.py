@@ -18,6 +18,7 @@ PROBE_INTERVAL_S = 0.02
 
 class Probe(Protocol):
     def scalar(self, sql: str) -> int: ...
+    def backend_pids(self) -> list[int]: ...
     def close(self) -> None: ...
 
 
@@ -59,7 +60,7 @@ def run_drain(spec: DrainSpec, jobs: int) -> DrainResult:
     try:
         with WorkerGroup(spec.worker_fn, spec.worker_kwargs, spec.loop) as group:
             group.start()
-            server_cpu = ServerCpu()
+            server_cpu = ServerCpu(probe.backend_pids)
             server_cpu.start()
             started = group.go()
             deadline = time.monotonic() + spec.timeout_s

@@ -78,6 +78,14 @@ def drop_stale_databases(admin_url: str) -> list[str]:
     return names
 
 
+# The backends of the database under test, but not the one asking: other databases on
+# the same server (other test runs, the other systems' leftovers) are not its cost.
+BACKENDS_SQL = (
+    "SELECT pid FROM pg_stat_activity"
+    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+)
+
+
 class Probe:
     """One sync connection that asks a single cheap question, over and over."""
 
@@ -96,6 +104,10 @@ class Probe:
 
     def rows(self, sql: str, params: tuple[object, ...] | None = None) -> list[tuple[object, ...]]:
         return list(self._conn.execute(sql, params).fetchall())
+
+    def backend_pids(self) -> list[int]:
+        """The backends of this database but this one (what bench.cpu.ServerCpu counts)."""
+        return [int(str(row[0])) for row in self.rows(BACKENDS_SQL)]
 
     def close(self) -> None:
         self._conn.close()

@@ -195,10 +195,12 @@ def cron_lines(results: Results) -> list[str]:
         f"{cron['variant']}: {cron['schedules']:,} jobs with cron `* * * * *`, saved through "
         f"`rota.schedules.save_job` in {cron['create_s']:g} s (setup, not measured); 2 worker "
         "processes with the no-op handler, planner at Settings defaults (tick 1 s, horizon "
-        "5 s). Times are relative to the slot (negative: before it), from the database clock "
+        f"{cron.get('horizon_s', 5):g} s). Times are relative to the slot (negative: before "
+        "it), from the database clock "
         "(`created_at`, `started_at` = claim time, `slot_at`). Every run of a tick "
         "gets the tick's `now` as `created_at`, so when runs became visible (committed) is "
-        "watched from outside: `count(*)` of the slot's runs every 0.1 s from 8 s before "
+        "watched from outside: `count(*)` of the slot's runs every 0.1 s from "
+        f"{cron.get('horizon_s', 5) + 3:g} s before "
         "the slot (first visible / all visible); planning = all visible - planner tick. "
         "First start = the earliest `started_at`, i.e. the first claim after the slot.",
         "",

@@ -178,6 +178,9 @@ class SqliteProbe:
         row = self._conn.execute(sql).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
+    def backend_pids(self) -> list[int]:
+        return []  # no server: the workers' own CPU is all there is
+
     def close(self) -> None:
         self._conn.close()
 

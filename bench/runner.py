@@ -14,6 +14,7 @@ from bench import (
     latency,
     limited,
     machine,
+    memory,
     observability,
     pg,
     profiling,
@@ -26,7 +27,7 @@ from bench import webhooks as webhook_delivery
 from bench.config import BenchConfig
 from bench.report import write_report
 from bench.results import Results, say
-from bench.systems import PEERS, RotaWorkerSettings, rota_system
+from bench.systems import PEERS, RotaWorkerSettings, System, rota_system
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -39,8 +40,15 @@ def build_config(args: argparse.Namespace) -> BenchConfig:
         "sustain_minutes": args.sustain_minutes,
         "repeats": args.repeats,
         "jobs": args.jobs,
+        "memory_runs": args.memory_runs,
     }
     return replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def rotated(systems: tuple[System, ...], repeat: int) -> tuple[System, ...]:
+    """``systems`` starting with the one at ``repeat`` (mod their number)."""
+    start = repeat % len(systems)
+    return systems[start:] + systems[:start]
 
 
 def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
@@ -55,13 +63,17 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
     results.meta["settings"] = {s.name: s.settings for s in (rota, *PEERS)}
     for repeat in range(cfg.repeats):
         say(f"repeat {repeat + 1} of {cfg.repeats}")
+        # Each repeat starts with the next system: none always goes first (cold caches,
+        # a fresh server) or last (after the others' dead tuples and checkpoints).
+        systems = rotated((rota, *PEERS), repeat)
+        results.meta.setdefault("orders", []).append([s.name for s in systems])
         if "enqueue" in only:
-            for system in (rota, *PEERS):
+            for system in systems:
                 scenarios.bulk_enqueue(cfg, results, system, cfg.enqueue_batch)
             scenarios.bulk_enqueue(cfg, results, rota, cfg.jobs)  # one call with every run
         if "drain" in only:
             for processes in cfg.worker_counts:
-                for system in (rota, *PEERS):
+                for system in systems:
                     scenarios.pg_drain(cfg, results, system, processes)
         if "sqlite" in only:
             for processes in cfg.worker_counts:
@@ -69,7 +81,7 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         if "latency" in only:
             # Repeated too: a p99 of 500 samples is decided by its 5 worst, and one
             # noisy neighbour on a 2-core box moves it by several milliseconds.
-            for system in (rota, *PEERS):
+            for system in systems:
                 latency.latency(cfg, results, system)
         if "limited" in only:
             limited.limited_drain(cfg, results, worker)
@@ -93,6 +105,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         dashboard_pages.dashboard(cfg, results)
     if "webhooks" in only:
         webhook_delivery.webhooks(cfg, results)
+    if "memory" in only:
+        memory.worker_memory(cfg, results, worker)
 
 
 def run(args: argparse.Namespace, command: str, source: str, all_scenarios: tuple[str, ...]) -> int:

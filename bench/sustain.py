@@ -49,7 +49,8 @@ async def _feed_and_sample(
     """Keep the queue fed for ``seconds``, sampling progress and CPU every SAMPLE_S."""
     app = rota_runner.make_app(url)
     samples: list[Sample] = []
-    server_cpu = ServerCpu()
+    backends = pg.Probe(url)  # the database under test's backends are its server cost
+    server_cpu = ServerCpu(backends.backend_pids)
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await app.store()
         started = time.monotonic()
@@ -75,6 +76,7 @@ async def _feed_and_sample(
                 await asyncio.sleep(max(0.0, SAMPLE_S - (time.monotonic() - started - elapsed)))
         finally:
             await app.aclose()
+            backends.close()
     return samples
 
 

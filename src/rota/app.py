@@ -189,8 +189,9 @@ class App:
     def enqueue_many(self, requests: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
         """Create many runs in one round trip (COPY on PostgreSQL). All are validated
         before any is written."""
+        now = self.clock.now()
         runs = [
-            services.new_run(self.registry, RunRequest.coerce(request), self.clock.now())
+            services.new_run(self.registry, RunRequest.coerce(request), now)
             for request in requests
         ]
         return self._stores.call(lambda: self._enqueue_async(runs))
@@ -198,8 +199,9 @@ class App:
     async def enqueue_many_async(
         self, requests: Iterable[RunRequest | Mapping[str, Any]]
     ) -> list[int]:
+        now = self.clock.now()  # only refuses deadlines already passed: once per batch
         runs = [
-            services.new_run(self.registry, RunRequest.coerce(request), self.clock.now())
+            services.new_run(self.registry, RunRequest.coerce(request), now)
             for request in requests
         ]
         return await self._enqueue_async(runs)

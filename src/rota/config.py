@@ -49,7 +49,9 @@ class Settings:
     planner_interval_seconds: float = 1.0
     # The leader vacuums the hot tables this often (PostgreSQL), whatever autovacuum does.
     vacuum_interval_seconds: float = 15.0
-    planner_horizon_seconds: float = 5.0
+    # Longer than a tick takes: planning 10,000 per-minute schedules takes ~5 s on two
+    # busy cores, and every slot's runs must be committed before the slot.
+    planner_horizon_seconds: float = 15.0
     # Finished runs older than this are pruned (with their attempts and logs).
     retention_seconds: float = 7 * 24 * 3600.0
     shutdown_grace_seconds: float = 30.0

@@ -70,6 +70,7 @@ REQUEST_FIELDS = (
     "rate_key",
     "breaker_key",
 )
+_REQUEST_FIELD_SET = frozenset(REQUEST_FIELDS)  # checked once per request of a bulk enqueue
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,7 @@ class RunRequest:
             raise InvalidArgument(
                 "run request", value, "a rota.RunRequest or a dict with a 'handler' key"
             )
-        unknown = set(value) - set(REQUEST_FIELDS)
-        if unknown or "handler" not in value:
+        if not value.keys() <= _REQUEST_FIELD_SET or "handler" not in value:
             allowed = f"a dict with keys from {REQUEST_FIELDS}"
             raise InvalidArgument("run request", dict(value), allowed)
         return cls(**value)

@@ -3,6 +3,7 @@ a worker reports back. Frozen, validated at construction, no I/O."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -84,6 +85,37 @@ def check_idempotency_key(value: object) -> str | None:
     return check_text("idempotency_key", value)
 
 
+# typed: 1, 1.0 and True are told apart (True is no priority, 2.0 no max_attempts).
+@functools.lru_cache(maxsize=256, typed=True)
+def _checked_shape(
+    handler: object,
+    queue: object,
+    namespace: object,
+    priority: object,
+    max_attempts: object,
+    timeout: object,
+    tags: object,
+    concurrency_key: object,
+    concurrency_limit: object,
+    rate_key: object,
+    breaker_key: object,
+) -> tuple[float | None, tuple[str, ...]]:
+    """The checks of a run's handler, queue and options (all but its own values): the
+    timeout and tags in their one form, or InvalidArgument (never remembered)."""
+    for kind, name in (("handler", handler), ("queue", queue), ("namespace", namespace)):
+        check_name(kind, name)
+    check_priority(priority)
+    check_positive_int("max_attempts", max_attempts)
+    if concurrency_key is not None:
+        check_name("concurrency_key", concurrency_key)
+    if concurrency_limit is not None:
+        check_positive_int("key_limit", concurrency_limit)
+    for key_field, key in (("rate_key", rate_key), ("breaker_key", breaker_key)):
+        if key is not None:
+            check_name(key_field, key)
+    return check_timeout(timeout), check_tags(tags)
+
+
 @dataclass(frozen=True)
 class NewRun:
     """A run to create. ``payload_json`` is already-encoded JSON text."""
@@ -115,22 +147,27 @@ class NewRun:
         PostgreSQL stores take and refuse the same runs (and no run reaches a store
         that would fail the whole batch it travels in). Values are kept in one form:
         instants in UTC, the timeout as a float, tags sorted without repeats."""
-        for kind, name in (("handler", self.handler), ("queue", self.queue)):
-            check_name(kind, name)
-        check_name("namespace", self.namespace)
+        shape = (
+            self.handler,
+            self.queue,
+            self.namespace,
+            self.priority,
+            self.max_attempts,
+            self.timeout,
+            self.tags,
+            self.concurrency_key,
+            self.concurrency_limit,
+            self.rate_key,
+            self.breaker_key,
+        )
+        # The runs of a bulk enqueue share their shape: it is checked once (a tuple of
+        # tags can be remembered, a list cannot).
+        check = _checked_shape if isinstance(self.tags, tuple) else _checked_shape.__wrapped__
+        timeout, tags = check(*shape)
+        object.__setattr__(self, "timeout", timeout)
+        object.__setattr__(self, "tags", tags)
         check_json_text("payload", self.payload_json)
-        check_priority(self.priority)
-        check_positive_int("max_attempts", self.max_attempts)
-        object.__setattr__(self, "timeout", check_timeout(self.timeout))
         check_idempotency_key(self.idempotency_key)
-        object.__setattr__(self, "tags", check_tags(self.tags))
-        if self.concurrency_key is not None:
-            check_name("concurrency_key", self.concurrency_key)
-        if self.concurrency_limit is not None:
-            check_positive_int("key_limit", self.concurrency_limit)
-        for key_field in ("rate_key", "breaker_key"):
-            if getattr(self, key_field) is not None:
-                check_name(key_field, getattr(self, key_field))
         for field_name in ("run_at", "slot_at", "deadline"):
             instant = getattr(self, field_name)
             if instant is not None:

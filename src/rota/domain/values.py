@@ -135,11 +135,16 @@ def in_instant_range(value: datetime) -> bool:
     return MIN_INSTANT <= value < MAX_INSTANT
 
 
+# One encoder for every payload: json.dumps with options builds a new one per call,
+# which a bulk enqueue of 20,000 runs pays 20,000 times. It holds no state between calls.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def encode_json(name: str, value: Any) -> str:
     """``value`` as JSON text every store can hold; UnstorableValue (naming the path
     inside ``value``, not its content) for what JSON or a store cannot carry."""
     try:
-        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+        text = _COMPACT_JSON.encode(value)
     except (TypeError, ValueError, RecursionError):
         text = None
     if text is None or _suspect(text):
@@ -168,7 +173,8 @@ def _suspect(text: str) -> bool:
     surrogate, or enough containers that it might nest too deep."""
     if _SUSPECT_ESCAPE.search(text) is not None:
         return True
-    return text.count("[") + text.count("{") > MAX_JSON_DEPTH
+    # A text this short cannot hold that many containers (most payloads): not counted.
+    return len(text) > MAX_JSON_DEPTH and text.count("[") + text.count("{") > MAX_JSON_DEPTH
 
 
 def _check_json(path: str, value: Any) -> None:

@@ -9,6 +9,7 @@ the bench compares the same drain with and without them.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import time
@@ -121,10 +122,16 @@ def _handler(name: str) -> str:
 # -- producing -------------------------------------------------------------------------
 @_guarded("enqueue")
 def runs_enqueued(runs: Sequence[NewRun], results: Sequence[Enqueued]) -> None:
+    # Counted per (queue, handler) first: a bulk enqueue of 20,000 runs of one handler
+    # is one labelled increment, not 20,000 (they cost as much as writing the runs).
+    created = collections.Counter(
+        (run.queue, run.handler)
+        for run, result in zip(runs, results, strict=False)
+        if result.created
+    )
     counter = OBSERVER.instruments.enqueued
-    for run, result in zip(runs, results, strict=False):
-        if result.created:
-            counter.labels(_queue(run.queue), _handler(run.handler)).inc()
+    for (queue, handler), count in created.items():
+        counter.labels(_queue(queue), _handler(handler)).inc(count)
 
 
 @_guarded("planner")
@@ -132,8 +139,9 @@ def slots_planned(runs: Sequence[NewRun], now: datetime) -> None:
     """The runs of one job the planner created (its advance was applied)."""
     instruments = OBSERVER.instruments
     instruments.slots_planned.inc(len(runs))
+    for (queue, handler), count in collections.Counter((r.queue, r.handler) for r in runs).items():
+        instruments.enqueued.labels(_queue(queue), _handler(handler)).inc(count)
     for run in runs:
-        instruments.enqueued.labels(_queue(run.queue), _handler(run.handler)).inc()
         if run.slot_at is not None:
             instruments.schedule_lag.observe(max((now - run.slot_at).total_seconds(), 0.0))
 

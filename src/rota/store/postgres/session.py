@@ -3,7 +3,7 @@ parameters encoded, batches sent as arrays (one statement for every item), and C
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
@@ -20,18 +20,47 @@ DIALECT = "postgres"
 Q = load_queries(DIALECT)
 
 # COPY is PostgreSQL's own capability (supports_copy): its statements live with it,
-# not in the name set both dialects share. COPY returns nothing, so ids are drawn first.
+# not in the name set both dialects share. COPY returns nothing, so ids are drawn first,
+# as one array (one row to read back, not one per run).
 RESERVE_IDS = (
-    "SELECT nextval('rota_run_id_seq') AS id, COALESCE(%(now)s::timestamptz, now()) AS now"
+    "SELECT array_agg(nextval('rota_run_id_seq')) AS ids,"
+    " COALESCE(%(now)s::timestamptz, now()) AS now"
     " FROM generate_series(1, %(count)s)"
 )
-COPY_RUNS = (
-    "COPY rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_at,"
-    " max_attempts, timeout_seconds, replay_of, job_id, slot_at, tags, concurrency_key,"
-    " concurrency_limit, deadline, correlation_id, trace_context, rate_key, breaker_key,"
-    " created_at)"
-    " FROM STDIN"
+# The columns COPY writes, with the type each is sent as (binary COPY: no value is
+# formatted as text by us or parsed from text by the server).
+COPY_COLUMNS = (
+    ("id", "int8"),
+    ("namespace", "text"),
+    ("handler", "text"),
+    ("queue", "text"),
+    # jsonb's binary form is a version byte (1) then the JSON text: the payload is
+    # already checked JSON text, so it travels as those bytes (psycopg's jsonb dumper
+    # would encode the text again, as a JSON string). The server parses it (jsonb_recv).
+    ("payload", "bytea"),
+    ("priority", "int2"),
+    ("run_at", "timestamptz"),
+    ("sort_at", "timestamptz"),
+    ("max_attempts", "int4"),
+    ("timeout_seconds", "float8"),
+    ("replay_of", "int8"),
+    ("job_id", "int8"),
+    ("slot_at", "timestamptz"),
+    ("tags", "text[]"),
+    ("concurrency_key", "text"),
+    ("concurrency_limit", "int4"),
+    ("deadline", "timestamptz"),
+    ("correlation_id", "text"),
+    ("trace_context", "text"),
+    ("rate_key", "text"),
+    ("breaker_key", "text"),
+    ("created_at", "timestamptz"),
 )
+COPY_RUNS = (
+    f"COPY rota_runs ({', '.join(name for name, _ in COPY_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+)
+COPY_TYPES = [sql_type for _, sql_type in COPY_COLUMNS]
+JSONB_VERSION = b"\x01"
 
 
 @cache
@@ -98,38 +127,42 @@ class PgSession:
         with _translated():
             async with self.conn.transaction():  # a savepoint inside a caller's transaction
                 cur = await self.conn.execute(RESERVE_IDS, {"count": len(runs), "now": self.now})
-                reserved = await cur.fetchall()
-                db_now: datetime = reserved[0][1]
+                [(ids, db_now)] = await cur.fetchall()
                 aging = timedelta(seconds=aging_seconds)
                 async with self.conn.cursor().copy(COPY_RUNS) as copy:
-                    for (run_id, _), run in zip(reserved, runs, strict=True):
-                        await copy.write_row(_copy_row(run_id, run, db_now, aging))
-        return [run_id for run_id, _ in reserved]
+                    copy.set_types(COPY_TYPES)
+                    for row in _copy_rows(ids, runs, db_now, aging):
+                        await copy.write_row(row)
+        return list(ids)
 
 
-def _copy_row(run_id: int, run: NewRun, db_now: datetime, aging: timedelta) -> tuple[Any, ...]:
-    run_at = run.run_at or db_now
-    return (
-        run_id,
-        run.namespace,
-        run.handler,
-        run.queue,
-        run.payload_json,
-        run.priority,
-        run_at,
-        run_at - aging * run.priority,
-        run.max_attempts,
-        run.timeout,
-        run.replay_of,
-        run.job_id,
-        run.slot_at,
-        sorted(run.tags) or None,
-        run.concurrency_key,
-        run.concurrency_limit,
-        run.deadline,
-        run.correlation_id,
-        run.trace_context,
-        run.rate_key,
-        run.breaker_key,
-        db_now,
-    )
+def _copy_rows(
+    ids: Sequence[int], runs: Sequence[NewRun], db_now: datetime, aging: timedelta
+) -> Iterator[tuple[Any, ...]]:
+    """The COPY rows of ``runs``, in COPY_COLUMNS' order (tags are sorted already)."""
+    for run_id, run in zip(ids, runs, strict=True):
+        run_at = run.run_at or db_now
+        yield (
+            run_id,
+            run.namespace,
+            run.handler,
+            run.queue,
+            JSONB_VERSION + run.payload_json.encode(),
+            run.priority,
+            run_at,
+            run_at - aging * run.priority,
+            run.max_attempts,
+            run.timeout,
+            run.replay_of,
+            run.job_id,
+            run.slot_at,
+            list(run.tags) if run.tags else None,
+            run.concurrency_key,
+            run.concurrency_limit,
+            run.deadline,
+            run.correlation_id,
+            run.trace_context,
+            run.rate_key,
+            run.breaker_key,
+            db_now,
+        )
