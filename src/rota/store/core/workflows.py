@@ -12,6 +12,7 @@ or (maps) fanned out. Either all of it commits with the parent's outcome, or non
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -58,11 +59,23 @@ async def release_after(session: Session, run_ids: Iterable[int]) -> None:
 
 async def _release(session: Session, workflow_run_id: int, finished: Sequence[Row]) -> None:
     [workflow_run] = await session.rows("lock_workflow_run", {"id": workflow_run_id})
-    for row in finished:
-        if row["map_index"] is not None:
-            params = {"workflow_run_id": workflow_run_id, "step_name": row["step_name"]}
-            await session.rows("map_item_finished", {**params, "change": -1})
-    await advance(session, workflow_run)
+    if await _count_off_items(session, workflow_run_id, finished):
+        await advance(session, workflow_run)
+
+
+async def _count_off_items(session: Session, workflow_run_id: int, finished: Sequence[Row]) -> bool:
+    """Count the finished map items off their maps, one statement per map (not per
+    item: a completion batch of a big map carries many); True if the workflow run may
+    now have a verdict to apply. It has none when only items finished and each of
+    their maps still has items open: every release ends at a fixed point of
+    ``decide()``, and an open map reads as Running before and after."""
+    items = Counter(row["step_name"] for row in finished if row["map_index"] is not None)
+    may_decide = any(row["map_index"] is None for row in finished)  # a step of its own
+    for step_name, count in sorted(items.items()):
+        params = {"workflow_run_id": workflow_run_id, "step_name": step_name, "change": -count}
+        counted = await session.rows("map_item_finished", params)
+        may_decide = may_decide or not counted or counted[0]["open_items"] <= 0
+    return may_decide
 
 
 async def advance(session: Session, workflow_run: Row) -> None:
