@@ -99,3 +99,13 @@ async def test_sqlite_claim_reaches_runs_by_rowid_after_stale_statistics(sqlite_
             plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + queries[name], params)]
             assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan, (name, plan)
             assert not any(step.startswith("SCAN r") for step in plan), (name, plan)
+        # The idle poll's question for keyed runs, and a completion's "which of these
+        # are workflow steps": neither may walk an index over every run.
+        for name, expected in (
+            ("anything_due", "SEARCH rota_runs USING INDEX rota_runs_claimable_keyed (queue=?)"),
+            ("has_keyed_work", "SEARCH rota_runs USING INDEX rota_runs_claimable_keyed (queue=?)"),
+            ("workflow_steps_of", "SEARCH rota_runs USING INTEGER PRIMARY KEY (rowid=?)"),
+        ):
+            query = "EXPLAIN QUERY PLAN " + queries[name]
+            plan = [row[3] for row in conn.execute(query, {**params, "ids": "[1, 2]"})]
+            assert expected in plan, (name, plan)

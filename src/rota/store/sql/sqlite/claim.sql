@@ -9,8 +9,10 @@ SELECT EXISTS (
            SELECT 1 FROM rota_runs
            WHERE state IN ('pending', 'retrying') AND run_at <= :now
              AND queue IN (SELECT value FROM json_each(:queues))) AS due,
+       -- INDEXED BY: the keyed runs' own index (usually empty), whatever the
+       -- statistics say (stale ones made it walk every due run per poll).
        EXISTS (
-           SELECT 1 FROM rota_runs
+           SELECT 1 FROM rota_runs INDEXED BY rota_runs_claimable_keyed
            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
              AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
 
@@ -65,7 +67,7 @@ SELECT 1 AS locked;
 
 -- name: has_keyed_work
 SELECT EXISTS (
-    SELECT 1 FROM rota_runs
+    SELECT 1 FROM rota_runs INDEXED BY rota_runs_claimable_keyed  -- as in anything_due
     WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
       AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
 

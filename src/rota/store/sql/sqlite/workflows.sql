@@ -27,7 +27,9 @@ RETURNING id;
 SELECT id, name, definition, payload, cancelled_at FROM rota_workflow_runs WHERE id = :id;
 
 -- name: workflow_steps_of
-SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs
+-- NOT INDEXED: by rowid, whatever the statistics say (stale ones once made it walk
+-- rota_runs_workflow_step over every step of every workflow run, per completion).
+SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs NOT INDEXED
 WHERE id IN (SELECT value FROM json_each(:ids)) AND workflow_run_id IS NOT NULL;
 
 -- name: step_rows
