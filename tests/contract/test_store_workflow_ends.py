@@ -102,9 +102,7 @@ async def test_cancel_announces_once_even_when_map_items_end_later(store: Store)
     assert event.event_data is not None
     assert event.event_data["state"] == "cancelled"
     await store.complete([succeeded(items[0])], at(5))
-    await store.complete(
-        [finished(items[1], RunState.CANCELLED, AttemptOutcome.CANCELLED)], at(6)
-    )
+    await store.complete([finished(items[1], RunState.CANCELLED, AttemptOutcome.CANCELLED)], at(6))
     await store.cancel_workflow_run(workflow_run_id, at(7))  # again: nothing to end
     assert len(await events(store, subscribed)) == 1
 

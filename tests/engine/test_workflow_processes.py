@@ -98,9 +98,7 @@ def test_sigkill_mid_release_loses_no_step_and_the_workflow_finishes(
     assert {step.name: step.state for step in view.steps} == dict.fromkeys(
         ("start", "side", "end"), RunState.SUCCEEDED
     )
-    executed = Counter(
-        (int(m[0]), m[2]) for m in read_marks(marks) if m[-1] == "executed"
-    )
+    executed = Counter((int(m[0]), m[2]) for m in read_marks(marks) if m[-1] == "executed")
     side_run, end_run = (step.run_id for step in view.steps[1:])
     assert executed == Counter(
         {(start_run, "w1"): 1, (start_run, "w2"): 1, (side_run, "w2"): 1, (end_run, "w2"): 1}
