@@ -5,7 +5,10 @@ a pool wait does to the code above the store."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import os
+import signal
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from rota.errors import StoreUnavailable
@@ -64,3 +67,22 @@ class FaultyStore:
         if fault is not None:
             return fault
         return getattr(self._store, name)
+
+
+def kill_inside_release(marks: Path) -> None:
+    """Make this process SIGKILL itself inside the first transaction that releases a
+    workflow step's children: after the parent's fenced write and every release write
+    of that transaction, before its commit (a worker process calls this at import when
+    a test asks, see tests/apps/proc_app.py). It writes ``dying-in-release`` to
+    ``marks`` first, so the test knows where it died."""
+    from rota.store.core import runs, workflows
+
+    async def release_then_die(session: Any, run_ids: Iterable[int]) -> None:
+        ids = sorted(set(run_ids))
+        await workflows.release_after(session, ids)
+        if ids:
+            with marks.open("a") as f:
+                f.write(f"{' '.join(map(str, ids))} dying-in-release\n")
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    runs.release_after = release_then_die  # type: ignore[assignment]

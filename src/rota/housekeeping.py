@@ -119,6 +119,10 @@ class Housekeeper:
         await self.store.prune_workers(cutoff)
         # Webhook deliveries are kept as long as runs (the one SqlStore has both ports).
         await cast(WebhookStore, self.store).prune_deliveries(cutoff, PRUNE_BATCH, term)
+        # A workflow's steps go with their workflow run, never one by one.
+        workflows = await self.store.prune_workflow_runs(cutoff, PRUNE_BATCH, term)
+        if workflows:
+            log.info("pruned finished workflow runs", count=workflows)
         return await self.store.prune_finished(cutoff, PRUNE_BATCH, term)
 
     async def reap_cycle(self, term: int | None = None) -> None:

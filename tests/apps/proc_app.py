@@ -16,6 +16,10 @@ import rota
 
 app = rota.App()
 MARKS = Path(os.environ.get("ROTA_TEST_MARKS", "."))
+if os.environ.get("ROTA_TEST_KILL_IN_RELEASE"):  # tests/engine/test_workflow_processes.py
+    from tests.faults import kill_inside_release
+
+    kill_inside_release(MARKS / f"{os.environ['ROTA_TEST_KILL_IN_RELEASE']}.log")
 
 
 def mark(ctx: rota.RunContext, *words: object) -> None:

@@ -23,9 +23,11 @@ class EventType(StrEnum):
     RUN_SUCCEEDED = "run.succeeded"
     RUN_FAILED = "run.failed"  # failed permanently or timed out without retry
     RUN_DEAD_LETTERED = "run.dead_lettered"
-    # Accepted now so subscriptions can be made ahead; emitted once workflows and
-    # circuit breakers exist (issue 14 items 1, and the workflows issue).
+    # Once per finish of a workflow run, written by the transaction that made its
+    # derived state final (store/core/workflows.py); data: id, name, state, duration.
     WORKFLOW_FINISHED = "workflow.finished"
+    # Accepted now so subscriptions can be made ahead; emitted once circuit breakers
+    # write it (issue 14 item 1).
     BREAKER_OPENED = "breaker.opened"
 
 
@@ -176,6 +178,9 @@ class Delivery:
     last_status: int | None
     last_error: str | None
     delivered_at: datetime | None
+    # An event that is not a run's (workflow.finished) carries its own data document;
+    # None for run events, whose data are the run columns above.
+    event_data: dict[str, Any] | None = None
 
     @property
     def message_id(self) -> str:
@@ -184,17 +189,20 @@ class Delivery:
 
     def body(self) -> bytes:
         """The JSON sent; built from stored columns only, so every try sends the same."""
-        document: dict[str, Any] = {
-            "type": self.event_type.value,
-            "timestamp": self.occurred_at.isoformat(),
-            "data": {
+        data = self.event_data
+        if data is None:
+            data = {
                 "run_id": self.run_id,
                 "namespace": self.namespace,
                 "handler": self.handler,
                 "queue": self.queue,
                 "state": self.run_state,
                 "attempt": self.attempt,
-            },
+            }
+        document: dict[str, Any] = {
+            "type": self.event_type.value,
+            "timestamp": self.occurred_at.isoformat(),
+            "data": data,
         }
         return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
 

@@ -156,6 +156,11 @@ class Store(Protocol):
     async def list_workflow_runs(self, name: str | None, limit: int) -> list[dict[str, Any]]:
         """The newest workflow runs: id, name, created_at, cancelled_at."""
 
+    async def prune_workflow_runs(
+        self, older_than: datetime, limit: int, leader_term: int | None = None
+    ) -> int:
+        """Finished workflow runs whose steps all ended before ``older_than``, whole."""
+
     async def workflow_step_of(self, run_id: int) -> dict[str, Any] | None:
         """The workflow run, step name and map index of a run, if it is a step."""
 

@@ -83,6 +83,7 @@ def delivery_from_row(row: Row) -> Delivery:
         last_status=row["last_status"],
         last_error=row["last_error"],
         delivered_at=row["delivered_at"],
+        event_data=row.get("event_data"),
     )
 
 

@@ -12,7 +12,9 @@ or (maps) fanned out. Either all of it commits with the parent's outcome, or non
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,10 +26,12 @@ from rota.domain.workflows import (
     StepKind,
     StepSpec,
     WorkflowDefinition,
+    WorkflowState,
     decide,
     definition_from_json,
     map_items,
     map_settled,
+    workflow_state,
 )
 from rota.errors import WorkflowRunNotFound
 from rota.store.core.base import run_item
@@ -58,16 +62,45 @@ async def release_after(session: Session, run_ids: Iterable[int]) -> None:
 
 async def _release(session: Session, workflow_run_id: int, finished: Sequence[Row]) -> None:
     [workflow_run] = await session.rows("lock_workflow_run", {"id": workflow_run_id})
-    for row in finished:
-        if row["map_index"] is not None:
-            params = {"workflow_run_id": workflow_run_id, "step_name": row["step_name"]}
-            await session.rows("map_item_finished", {**params, "change": -1})
-    await advance(session, workflow_run)
+    counted = await _count_off_items(session, workflow_run_id, finished)
+    if counted.may_decide:
+        await advance(session, workflow_run, announce=counted.was_running)
 
 
-async def advance(session: Session, workflow_run: Row) -> None:
+@dataclass(frozen=True)
+class _Counted:
+    may_decide: bool  # a verdict may be due: advance() must look
+    was_running: bool  # the workflow run was running before this transaction
+
+
+async def _count_off_items(
+    session: Session, workflow_run_id: int, finished: Sequence[Row]
+) -> _Counted:
+    """Count the finished map items off their maps, one statement per map (not per
+    item: a completion batch of a big map carries many).
+
+    No verdict can be due when only items finished and each of their maps still has
+    items open: every release ends at a fixed point of ``decide()``, and an open map
+    reads as Running before and after. The workflow run was running before if a step
+    of its own finished here, or an item of a map still counting its items; an item
+    whose map had already ended (a cancel ended it while the item ran) finishes
+    nothing the derived state sees."""
+    items = Counter(row["step_name"] for row in finished if row["map_index"] is not None)
+    own_step = any(row["map_index"] is None for row in finished)
+    may_decide, was_running = own_step, own_step
+    for step_name, count in sorted(items.items()):
+        params = {"workflow_run_id": workflow_run_id, "step_name": step_name, "change": -count}
+        counted = await session.rows("map_item_finished", params)
+        may_decide = may_decide or not counted or counted[0]["open_items"] <= 0
+        was_running = was_running or bool(counted)
+    return _Counted(may_decide, was_running)
+
+
+async def advance(session: Session, workflow_run: Row, announce: bool = True) -> None:
     """Apply verdicts until the workflow run has none left (a skip or a settled map
-    can decide the steps below it)."""
+    can decide the steps below it). If it was running (``announce``) and is now
+    final, its ``workflow.finished`` event goes to the webhook outbox here, in the
+    transaction that made it final: once per finish."""
     definition = definition_from_json(workflow_run["definition"])
     while True:
         names = [step.name for step in definition.steps]
@@ -78,6 +111,8 @@ async def advance(session: Session, workflow_run: Row) -> None:
             continue
         verdicts = decide(definition, {name: _state(row) for name, row in current.items()})
         if not verdicts:
+            if announce:
+                await _announce_if_finished(session, workflow_run, current)
             return
         for name, verdict in verdicts.items():
             step = definition.step(name)
@@ -90,6 +125,16 @@ async def advance(session: Session, workflow_run: Row) -> None:
                 step_input = _step_input(_results(step.parents, current), workflow_run["payload"])
                 params = {"id": current[name]["id"], "step_input": step_input}
                 await session.rows("release_step", params)
+
+
+async def _announce_if_finished(
+    session: Session, workflow_run: Row, current: Mapping[str, Row]
+) -> None:
+    cancelled = workflow_run["cancelled_at"] is not None
+    state = workflow_state((_state(row) for row in current.values()), cancelled)
+    if state is not WorkflowState.RUNNING:
+        params = {"id": workflow_run["id"], "state": state.value}
+        await session.rows("workflow_finished_event", params)
 
 
 def _state(row: Row) -> RunState:
@@ -191,7 +236,10 @@ class CoreWorkflows(CoreReads):
             if not await session.rows("lock_workflow_run", {"id": workflow_run_id}):
                 raise WorkflowRunNotFound(workflow_run_id)
             params = {"id": workflow_run_id, "error": CANCELLED_WITH_WORKFLOW}
-            await session.rows("cancel_workflow_run", params)
+            if await session.rows("cancel_workflow_run", params):
+                # It was running; with no step held by a worker it is final now.
+                [workflow_run] = await session.rows("lock_workflow_run", {"id": workflow_run_id})
+                await advance(session, workflow_run)
 
         await self._d.in_transaction(now, cancel)
         await self._d.write("cancel_workflow_active", {"id": workflow_run_id}, now)
@@ -228,6 +276,27 @@ class CoreWorkflows(CoreReads):
             return int(inserted[0]["id"])
 
         return await self._d.in_transaction(now, replay)
+
+    async def prune_workflow_runs(
+        self, older_than: datetime, limit: int, leader_term: int | None = None
+    ) -> int:
+        """Delete finished workflow runs whose every step ended before ``older_than``,
+        with their steps' runs, attempts and logs (the steps are never pruned one by
+        one: a workflow run is kept or gone whole). A leader duty, fenced by its term."""
+
+        async def prune(session: Session) -> int:
+            if not await self._term_holds(session, leader_term):
+                return 0
+            params = {"older_than": older_than, "limit": limit}
+            ids = [row["id"] for row in await session.rows("workflow_runs_to_prune", params)]
+            for workflow_run_id in ids:  # id order: the order every release locks in
+                await session.rows("lock_workflow_run", {"id": workflow_run_id})
+            if not ids:
+                return 0
+            gone = await session.rows("prune_workflow_runs", {**params, "ids": ids})
+            return len(gone)
+
+        return await self._d.in_transaction(None, prune)
 
     async def workflow_step_of(self, run_id: int) -> Row | None:
         rows = await self._d.rows("workflow_steps_of", {"ids": [run_id]})

@@ -46,7 +46,17 @@ INSTANT_COLUMNS = frozenset(
     }
 )
 JSON_COLUMNS = frozenset(
-    {"payload", "result", "tags", "queues", "scopes", "namespaces", "definition", "step_input"}
+    {
+        "payload",
+        "result",
+        "tags",
+        "queues",
+        "scopes",
+        "namespaces",
+        "definition",
+        "step_input",
+        "event_data",
+    }
 )
 
 

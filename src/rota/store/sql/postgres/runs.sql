@@ -59,7 +59,9 @@ RETURNING id;
 -- name: prune_finished
 WITH doomed AS (
     SELECT id FROM rota_runs
+    -- A workflow's steps go with their workflow run (prune_workflow_runs).
     WHERE finished_at IS NOT NULL AND finished_at < %(older_than)s
+      AND workflow_run_id IS NULL
     ORDER BY finished_at
     LIMIT %(limit)s
 ),

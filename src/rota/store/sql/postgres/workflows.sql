@@ -146,3 +146,56 @@ RETURNING id;
 -- name: workflow_runs_by_id
 SELECT id, name, definition, payload, created_at, cancelled_at FROM rota_workflow_runs
 WHERE id = %(id)s;
+
+-- name: workflow_finished_event
+-- The transaction that made a workflow run's derived state final writes its event to
+-- the webhook outbox (DESIGN.md "Webhooks"). The run columns name the step that ended
+-- last; handler and queue filters are about runs, so only subscriptions without them
+-- get it. Duration as the workflow run's view has it: start to the last step's end.
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at,
+                                     next_attempt_at, event_data)
+SELECT s.id, 'workflow.finished', r.id, r.namespace, r.handler, r.queue, %(state)s,
+       r.attempt, t.now, t.now,
+       jsonb_build_object('id', w.id, 'name', w.name, 'state', %(state)s::text,
+                          'duration_seconds',
+                          round(extract(epoch FROM r.finished_at - w.created_at), 3))
+FROM rota_workflow_runs w
+JOIN LATERAL (SELECT id, namespace, handler, queue, attempt, finished_at FROM rota_runs
+              WHERE workflow_run_id = w.id AND map_index IS NULL
+                AND finished_at IS NOT NULL
+              ORDER BY finished_at DESC, id DESC LIMIT 1) r ON true
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace
+ AND s.event_types LIKE '%%,workflow.finished,%%' AND s.handler IS NULL AND s.queue IS NULL,
+     (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
+WHERE w.id = %(id)s
+RETURNING id;
+
+-- name: workflow_runs_to_prune
+-- Workflow runs whose every step row finished before the cutoff (none unfinished):
+-- pruned whole, by the retention that prunes runs; a running one never is.
+SELECT w.id FROM rota_workflow_runs w
+WHERE w.created_at < %(older_than)s
+  AND NOT EXISTS (SELECT 1 FROM rota_runs r
+                  WHERE r.workflow_run_id = w.id
+                    AND (r.finished_at IS NULL OR r.finished_at >= %(older_than)s))
+ORDER BY w.id
+LIMIT %(limit)s;
+
+-- name: prune_workflow_runs
+-- Asked again after each workflow run's row is locked: a replay committed meanwhile
+-- (it locks the row too) put an unfinished step in, and that run is kept.
+WITH doomed AS (
+    SELECT w.id FROM rota_workflow_runs w
+    WHERE w.id = ANY(%(ids)s::bigint[]) AND w.created_at < %(older_than)s
+      AND NOT EXISTS (SELECT 1 FROM rota_runs r
+                      WHERE r.workflow_run_id = w.id
+                        AND (r.finished_at IS NULL OR r.finished_at >= %(older_than)s))
+),
+steps AS (SELECT id FROM rota_runs WHERE workflow_run_id IN (SELECT id FROM doomed)),
+gone_attempts AS (DELETE FROM rota_attempts WHERE run_id IN (SELECT id FROM steps)),
+gone_logs AS (DELETE FROM rota_run_logs WHERE run_id IN (SELECT id FROM steps)),
+gone_steps AS (DELETE FROM rota_runs WHERE id IN (SELECT id FROM steps))
+DELETE FROM rota_workflow_runs WHERE id IN (SELECT id FROM doomed)
+RETURNING id;

@@ -9,8 +9,10 @@ SELECT EXISTS (
            SELECT 1 FROM rota_runs
            WHERE state IN ('pending', 'retrying') AND run_at <= :now
              AND queue IN (SELECT value FROM json_each(:queues))) AS due,
+       -- INDEXED BY: the keyed runs' own index (usually empty), whatever the
+       -- statistics say (stale ones made it walk every due run per poll).
        EXISTS (
-           SELECT 1 FROM rota_runs
+           SELECT 1 FROM rota_runs INDEXED BY rota_runs_claimable_keyed
            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
              AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
 
@@ -25,7 +27,10 @@ SET state = 'claimed',
     started_at = :now,
     lease_expires_at = :now + :lease_seconds
 WHERE id IN (
-    SELECT r.id FROM json_each(:queues) AS q, rota_runs AS r
+    -- NOT INDEXED: r is reached by rowid from the per-queue lists, whatever the
+    -- planner's statistics say (PRAGMA optimize on a near-empty table once made it
+    -- scan every row of rota_runs per claim; docs/benchmarks.md (m)).
+    SELECT r.id FROM json_each(:queues) AS q, rota_runs AS r NOT INDEXED
     WHERE r.id IN (
         SELECT id FROM rota_runs
         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
@@ -66,7 +71,7 @@ SELECT 1 AS locked;
 
 -- name: has_keyed_work
 SELECT EXISTS (
-    SELECT 1 FROM rota_runs
+    SELECT 1 FROM rota_runs INDEXED BY rota_runs_claimable_keyed  -- as in anything_due
     WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
       AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
 
@@ -80,7 +85,7 @@ GROUP BY queue, handler, concurrency_key;
 -- Runs some limit applies to, per queue in priority order, skipping groups already full.
 SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit, r.rate_key,
        r.breaker_key
-FROM json_each(:queues) AS q, rota_runs AS r
+FROM json_each(:queues) AS q, rota_runs AS r NOT INDEXED  -- by rowid, as in claim
 WHERE r.id IN (
     SELECT id FROM rota_runs
     WHERE state IN ('pending', 'retrying') AND queue = q.value AND run_at <= :now

@@ -44,13 +44,17 @@ RETURNING id;
 
 -- name: prune_finished
 -- Three deletes of the same runs: each picks them alike (the runs are deleted last).
+-- A workflow's steps go with their workflow run (prune_workflow_runs).
 DELETE FROM rota_attempts WHERE run_id IN (
     SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+      AND workflow_run_id IS NULL
     ORDER BY finished_at, id LIMIT :limit);
 DELETE FROM rota_run_logs WHERE run_id IN (
     SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+      AND workflow_run_id IS NULL
     ORDER BY finished_at, id LIMIT :limit);
 DELETE FROM rota_runs WHERE id IN (
     SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+      AND workflow_run_id IS NULL
     ORDER BY finished_at, id LIMIT :limit)
 RETURNING id;

@@ -27,7 +27,9 @@ RETURNING id;
 SELECT id, name, definition, payload, cancelled_at FROM rota_workflow_runs WHERE id = :id;
 
 -- name: workflow_steps_of
-SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs
+-- NOT INDEXED: by rowid, whatever the statistics say (stale ones once made it walk
+-- rota_runs_workflow_step over every step of every workflow run, per completion).
+SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs NOT INDEXED
 WHERE id IN (SELECT value FROM json_each(:ids)) AND workflow_run_id IS NOT NULL;
 
 -- name: step_rows
@@ -122,3 +124,64 @@ RETURNING id;
 -- name: workflow_runs_by_id
 SELECT id, name, definition, payload, created_at, cancelled_at FROM rota_workflow_runs
 WHERE id = :id;
+
+-- name: workflow_finished_event
+-- The transaction that made a workflow run's derived state final writes its event to
+-- the webhook outbox (DESIGN.md "Webhooks"). The run columns name the step that ended
+-- last; handler and queue filters are about runs, so only subscriptions without them
+-- get it. Duration as the workflow run's view has it: start to the last step's end.
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at,
+                                     next_attempt_at, event_data)
+SELECT s.id, 'workflow.finished', r.id, r.namespace, r.handler, r.queue, :state,
+       r.attempt, :now, :now,
+       json_object('id', w.id, 'name', w.name, 'state', :state,
+                   'duration_seconds', round(r.finished_at - w.created_at, 3))
+FROM rota_workflow_runs w
+JOIN rota_runs r ON r.id = (
+    SELECT id FROM rota_runs
+    WHERE workflow_run_id = w.id AND map_index IS NULL AND finished_at IS NOT NULL
+    ORDER BY finished_at DESC, id DESC LIMIT 1)
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace
+ AND s.event_types LIKE '%,workflow.finished,%' AND s.handler IS NULL AND s.queue IS NULL
+WHERE w.id = :id
+RETURNING id;
+
+-- name: workflow_runs_to_prune
+-- Workflow runs whose every step row finished before the cutoff (none unfinished):
+-- pruned whole, by the retention that prunes runs; a running one never is.
+SELECT w.id FROM rota_workflow_runs w
+WHERE w.created_at < :older_than
+  AND NOT EXISTS (SELECT 1 FROM rota_runs r
+                  WHERE r.workflow_run_id = w.id
+                    AND (r.finished_at IS NULL OR r.finished_at >= :older_than))
+ORDER BY w.id
+LIMIT :limit;
+
+-- name: prune_workflow_runs
+-- BEGIN IMMEDIATE holds the one writer lock: nothing changes between these deletes,
+-- so each picks the same workflow runs (their steps are deleted before them).
+DELETE FROM rota_attempts WHERE run_id IN (
+    SELECT r.id FROM rota_runs r
+    WHERE r.workflow_run_id IN (SELECT value FROM json_each(:ids))
+      AND NOT EXISTS (SELECT 1 FROM rota_runs u
+                      WHERE u.workflow_run_id = r.workflow_run_id
+                        AND (u.finished_at IS NULL OR u.finished_at >= :older_than)));
+DELETE FROM rota_run_logs WHERE run_id IN (
+    SELECT r.id FROM rota_runs r
+    WHERE r.workflow_run_id IN (SELECT value FROM json_each(:ids))
+      AND NOT EXISTS (SELECT 1 FROM rota_runs u
+                      WHERE u.workflow_run_id = r.workflow_run_id
+                        AND (u.finished_at IS NULL OR u.finished_at >= :older_than)));
+DELETE FROM rota_runs
+WHERE workflow_run_id IN (SELECT value FROM json_each(:ids))
+  AND NOT EXISTS (SELECT 1 FROM rota_runs u
+                  WHERE u.workflow_run_id = rota_runs.workflow_run_id
+                    AND (u.finished_at IS NULL OR u.finished_at >= :older_than));
+DELETE FROM rota_workflow_runs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND created_at < :older_than
+  AND NOT EXISTS (SELECT 1 FROM rota_runs u
+                  WHERE u.workflow_run_id = rota_workflow_runs.id
+                    AND (u.finished_at IS NULL OR u.finished_at >= :older_than))
+RETURNING id;
