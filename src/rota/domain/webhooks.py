@@ -23,9 +23,11 @@ class EventType(StrEnum):
     RUN_SUCCEEDED = "run.succeeded"
     RUN_FAILED = "run.failed"  # failed permanently or timed out without retry
     RUN_DEAD_LETTERED = "run.dead_lettered"
-    # Accepted now so subscriptions can be made ahead; emitted once workflows and
-    # circuit breakers exist (issue 14 items 1, and the workflows issue).
+    # Accepted now so subscriptions can be made ahead; emitted once workflows finish
+    # (the workflows issue).
     WORKFLOW_FINISHED = "workflow.finished"
+    # A circuit breaker opened (or reopened after a failed probe); written with the
+    # transition, naming the run whose outcome opened it.
     BREAKER_OPENED = "breaker.opened"
 
 
@@ -176,6 +178,8 @@ class Delivery:
     last_status: int | None
     last_error: str | None
     delivered_at: datetime | None
+    breaker_key: str | None = None  # breaker.opened only ("" for runs without a key)
+    cause: str | None = None  # breaker.opened only: why it opened
 
     @property
     def message_id(self) -> str:
@@ -184,17 +188,20 @@ class Delivery:
 
     def body(self) -> bytes:
         """The JSON sent; built from stored columns only, so every try sends the same."""
+        data: dict[str, Any] = {
+            "run_id": self.run_id,
+            "namespace": self.namespace,
+            "handler": self.handler,
+            "queue": self.queue,
+            "state": self.run_state,
+            "attempt": self.attempt,
+        }
+        if self.event_type is EventType.BREAKER_OPENED:
+            data["breaker"] = {"key": self.breaker_key or "", "cause": self.cause}
         document: dict[str, Any] = {
             "type": self.event_type.value,
             "timestamp": self.occurred_at.isoformat(),
-            "data": {
-                "run_id": self.run_id,
-                "namespace": self.namespace,
-                "handler": self.handler,
-                "queue": self.queue,
-                "state": self.run_state,
-                "attempt": self.attempt,
-            },
+            "data": data,
         }
         return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
 

@@ -11,7 +11,7 @@ own transaction (ADR 0016).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse, micros
 from rota.domain.runs import ClaimedRun
 from rota.store.core.breakers import CoreBreakers
 from rota.store.core.recent import Recent
+from rota.store.core.workflows import release_after
 from rota.store.dialect import ClaimLockBusy, Session
 from rota.store.port import ClaimRequest
 from rota.store.rows import claimed_from_row
@@ -41,9 +42,13 @@ class _Gate:
     use: RateUse | None
     view: BreakerView | None
     tripped: frozenset[str]  # handlers whose runs the plain claim leaves to this path
+    # Runs held back by a breaker whose handler fails fast: run id -> the error to record.
+    doomed: dict[int, str] = field(default_factory=dict)
 
     def admit(self, c: Candidate) -> bool:
         if self.view is not None and not self.view.allows(c.handler, c.breaker_key):
+            if self.view.fails_fast(c.handler):
+                self.doomed[c.run_id] = self.view.why_closed(c.handler, c.breaker_key)
             return False
         if self.use is not None and not self.use.admit(c.queue, c.handler, c.rate_key):
             return False
@@ -138,6 +143,8 @@ class CoreClaim(CoreBreakers):
                 await self._record_starts(session, use)
             if view is not None:
                 await self._save_view(session, view)
+            if gate.doomed:
+                await _fail_fast(session, gate.doomed)
             if not chosen:
                 return []
             params = {
@@ -210,7 +217,7 @@ class CoreClaim(CoreBreakers):
                 "global_limit": limits.global_max is not None,
                 "full_keys": active.full_keys(),
                 "full_handlers": full_handlers,
-                "chosen": chosen,
+                "chosen": [*chosen, *gate.doomed],
                 "window": window,
             }
             candidates = [
@@ -232,3 +239,16 @@ class CoreClaim(CoreBreakers):
 
     def _forget_limits(self) -> None:
         self._limits.forget()
+
+
+async def _fail_fast(session: Session, doomed: dict[int, str]) -> None:
+    """End the runs a fail-fast breaker holds back: Failed, no attempt spent, in the
+    claim's transaction; a workflow step's dependents are decided with it."""
+    by_error: dict[str, list[int]] = {}
+    for run_id, error in sorted(doomed.items()):
+        by_error.setdefault(error, []).append(run_id)
+    failed: list[int] = []
+    for error, ids in by_error.items():
+        rows = await session.rows("breaker_fail_fast", {"ids": ids, "error": error})
+        failed += [row["id"] for row in rows]
+    await release_after(session, failed)

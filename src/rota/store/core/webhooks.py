@@ -83,6 +83,8 @@ def delivery_from_row(row: Row) -> Delivery:
         last_status=row["last_status"],
         last_error=row["last_error"],
         delivered_at=row["delivered_at"],
+        breaker_key=row["breaker_key"],
+        cause=row["cause"],
     )
 
 
