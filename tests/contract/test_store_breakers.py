@@ -147,7 +147,7 @@ async def test_a_window_that_passed_forgets_its_outcomes(store: Store) -> None:
 async def test_a_fail_fast_handler_fails_its_runs_at_once_without_an_attempt(
     store: Store,
 ) -> None:
-    await store.set_breaker_rule("job", Breaker(failures=2, cool_down=30, when_open="fail"))  # type: ignore[arg-type]
+    await store.set_breaker_rule("job", Breaker(failures=2, cool_down=30, when_open="fail"))
     await _fail(store, 2, 0, "host-a")
     doomed = await enqueue_one(store, T0, breaker_key="host-a")
     other = await enqueue_one(store, T0, breaker_key="host-b")

@@ -4,8 +4,8 @@
 A scripted life of runs drives each store call that moves runs (claim, renew, complete
 ok / fail / timeout / retry / infrastructure retry / cancel / dead-letter, release,
 reap, poison, cancel, deadline expiry, replay, a workflow run's release, skip, map
-settlement, cancel and replay, and a fail-fast breaker's claim) while a recorder snapshots every run's
-state before and after each call.
+settlement, cancel and replay, and a fail-fast breaker's claim) while a recorder
+snapshots every run's state before and after each call.
 """
 
 from __future__ import annotations

@@ -19,9 +19,7 @@ from rota.domain.breakers import (
 from rota.errors import InvalidArgument
 
 # (microseconds since the previous outcome, failed?)
-OUTCOMES = st.lists(
-    st.tuples(st.integers(0, 30 * MICROS), st.booleans()), min_size=1, max_size=120
-)
+OUTCOMES = st.lists(st.tuples(st.integers(0, 30 * MICROS), st.booleans()), min_size=1, max_size=120)
 RATE_RULES = st.builds(
     Breaker,
     failures=st.none(),
@@ -56,7 +54,8 @@ def _drive(rule: Breaker, outcomes: list[tuple[int, bool]]) -> tuple[int | None,
         row, transition = on_outcome(row, rule, failed, now)
         if transition is not None:
             assert transition.to_state is BreakerState.OPEN
-            assert row.state is BreakerState.OPEN and row.opened_at == now
+            assert row.state is BreakerState.OPEN
+            assert row.opened_at == now
             return index, transition.cause
     assert row.state is BreakerState.CLOSED
     return None, None
@@ -71,7 +70,8 @@ def test_the_rate_opens_it_exactly_when_the_window_says_so(
     assert opened == _first_opening(rule, outcomes)
     if opened is not None:
         assert outcomes[opened][1], "only a failure opens it"
-        assert cause is not None and "outcomes failed within" in cause
+        assert cause is not None
+        assert "outcomes failed within" in cause
 
 
 @settings(max_examples=200, deadline=None)
@@ -102,11 +102,13 @@ def test_a_window_that_passed_starts_counting_again() -> None:
     for second, failed in ((0, True), (1, True), (2, True)):
         row, _ = on_outcome(row, rule, failed, second * MICROS)
     row, moved = on_outcome(row, rule, True, 11 * MICROS)  # a new window: 1 of 1
-    assert moved is None and (row.window_calls, row.window_failures) == (1, 1)
+    assert moved is None
+    assert (row.window_calls, row.window_failures) == (1, 1)
     for second in (12, 13):
         row, moved = on_outcome(row, rule, False, second * MICROS)
     row, moved = on_outcome(row, rule, True, 14 * MICROS)  # 2 of 4 failed: 0.5
-    assert moved is not None and moved.cause == "2 of 4 outcomes failed within 10s (rate 0.5)"
+    assert moved is not None
+    assert moved.cause == "2 of 4 outcomes failed within 10s (rate 0.5)"
     assert (row.window_calls, row.window_failures) == (0, 0), "a fresh window once it closes"
 
 
@@ -146,11 +148,12 @@ def test_bad_values_name_the_value_and_what_is_allowed(
 
 
 def test_when_open_takes_the_words_and_the_view_says_why() -> None:
-    rule = Breaker(failures=1, when_open="fail")  # type: ignore[arg-type]
+    rule = Breaker(failures=1, when_open="fail")
     assert rule.when_open is WhenOpen.FAIL
     row, _ = on_outcome(BreakerRow("pay", "host-a"), rule, True, 0)
     view = BreakerView({"pay": rule}, now=MICROS, rows={("pay", "host-a"): row})
-    assert not view.allows("pay", "host-a") and view.fails_fast("pay")
+    assert not view.allows("pay", "host-a")
+    assert view.fails_fast("pay")
     assert view.why_closed("pay", "host-a") == (
         "circuit breaker of pay (breaker_key 'host-a') is open "
         "(1 consecutive failures within 60s): failed fast, no attempt made"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Literal
 
 from rota.domain.states import AttemptOutcome
 from rota.errors import InvalidArgument
@@ -29,7 +30,6 @@ class BreakerState(StrEnum):
     HALF_OPEN = "half_open"
 
 
-@dataclass(frozen=True)
 class WhenOpen(StrEnum):
     WAIT = "wait"  # runs stay pending, spending no attempt, until it lets them through
     FAIL = "fail"  # runs end Failed at once, without an attempt, with the reason recorded
@@ -50,7 +50,7 @@ class Breaker:
     probes: int = 1
     failure_rate: float | None = None
     min_calls: int = 20
-    when_open: WhenOpen = WhenOpen.WAIT
+    when_open: WhenOpen | Literal["wait", "fail"] = WhenOpen.WAIT
 
     def __post_init__(self) -> None:
         if self.failures is None and self.failure_rate is None:

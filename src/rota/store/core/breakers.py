@@ -204,7 +204,7 @@ class CoreBreakers(CoreBase):
             "probes": rule.probes,
             "failure_rate": None if rule.failure_rate is None else float(rule.failure_rate),
             "min_calls": rule.min_calls,
-            "when_open": rule.when_open.value,
+            "when_open": str(rule.when_open),
         }
         await self._d.write("set_breaker_rule", params)
         self._rules.forget()
