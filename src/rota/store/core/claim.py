@@ -11,6 +11,7 @@ own transaction (ADR 0016).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -170,11 +171,20 @@ class CoreClaim(CoreBreakers):
         return use
 
     async def _record_starts(self, session: Session, use: RateUse) -> None:
-        """One log row per start admitted (written before the claim, in its transaction)."""
-        items = []
-        for (scope, name, key), rate in use.admitted:
-            leaves_at = use.now + rate.period_micros
-            items.append({"scope": scope, "name": name, "rate_key": key, "leaves_at": leaves_at})
+        """One log row per bucket with the starts admitted in it (every start of this
+        claim shares its instant), written in the claim's transaction."""
+        items = [
+            {
+                "scope": scope,
+                "name": name,
+                "rate_key": key,
+                "leaves_at": use.now + rate.period_micros,
+                "starts": starts,
+            }
+            for ((scope, name, key), rate), starts in sorted(
+                Counter(use.admitted).items(), key=lambda item: item[0][0]
+            )
+        ]
         if items:
             await session.batch("rate_record", items)
         free_in = use.next_free_in()
