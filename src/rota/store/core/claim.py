@@ -165,7 +165,6 @@ class CoreClaim(CoreBreakers):
         """The starts still inside their window, as of this claim's ``now``."""
         [row] = await session.rows("claim_now")
         use = RateUse(rates, micros(row["now"]))
-        await session.rows("rate_forget_passed", {"at": use.now})
         for r in await session.rows("rate_usage", {"at": use.now}):
             use.add_live((r["scope"], r["name"], r["rate_key"]), r["used"], r["first_leaves_at"])
         return use
@@ -200,13 +199,13 @@ class CoreClaim(CoreBreakers):
         want: int,
     ) -> list[int]:
         """Serialised: what runs now, and which candidates fit."""
-        active = Active()
-        for row in await session.rows("active_groups"):
-            active.add(
-                row["queue"], row["handler"], row["concurrency_key"], row["key_limit"], row["count"]
-            )
-        if active.global_full(limits):
-            return []
+        # What runs now matters only to concurrency limits and keys: a claim that only
+        # rates or breakers steer (no limit, no keyed candidate) skips the read.
+        active: Active | None = None
+        if limits.any:
+            active = await _active(session)
+            if active.global_full(limits):
+                return []
         chosen: list[int] = []
         window = max(want * 4, 200)
         # A window full of runs whose key filled up is passed over: the next round
@@ -214,8 +213,10 @@ class CoreClaim(CoreBreakers):
         use = gate.use
         admit = gate.admit if use is not None or gate.view is not None else None
         for _ in range(LIMITED_ROUNDS):
-            full_queues = set(active.full_queues(limits))
-            full_handlers = active.full_handlers(limits)
+            # Until read, nothing runs that a limit would count (no limit, no key).
+            seen = active if active is not None else Active()
+            full_queues = set(seen.full_queues(limits))
+            full_handlers = seen.full_handlers(limits)
             if use is not None:
                 full_queues.update(use.full(RateScope.QUEUE))
                 full_handlers += use.full(RateScope.HANDLER)
@@ -225,7 +226,7 @@ class CoreClaim(CoreBreakers):
                 "limited_handlers": [*limits.handlers, *gate.handlers],
                 "limited_queues": [*limits.queues, *gate.rates.queues],
                 "global_limit": limits.global_max is not None,
-                "full_keys": active.full_keys(),
+                "full_keys": seen.full_keys(),
                 "full_handlers": full_handlers,
                 "chosen": [*chosen, *gate.doomed],
                 "window": window,
@@ -242,13 +243,26 @@ class CoreClaim(CoreBreakers):
                 )
                 for r in await session.rows("limited_candidates", params)
             ]
-            chosen += choose(candidates, active, limits, want - len(chosen), admit)
+            if active is None and any(c.concurrency_key is not None for c in candidates):
+                active = await _active(session)
+            seen = active if active is not None else seen
+            chosen += choose(candidates, seen, limits, want - len(chosen), admit)
             if len(chosen) >= want or len(candidates) < window:
                 break
         return chosen
 
     def _forget_limits(self) -> None:
         self._limits.forget()
+
+
+async def _active(session: Session) -> Active:
+    """The running runs per queue, handler and key (read under the serialised claim)."""
+    active = Active()
+    for row in await session.rows("active_groups"):
+        active.add(
+            row["queue"], row["handler"], row["concurrency_key"], row["key_limit"], row["count"]
+        )
+    return active
 
 
 async def _fail_fast(session: Session, doomed: dict[int, str]) -> None:

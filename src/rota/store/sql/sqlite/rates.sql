@@ -17,11 +17,10 @@ DELETE FROM rota_rates WHERE scope = :scope AND name = :name RETURNING name;
 -- The instant the claim in this transaction records as started_at.
 SELECT :now AS now;
 
--- name: rate_forget_passed
-DELETE FROM rota_rate_starts WHERE leaves_at <= :at;
-
 -- name: rate_usage
--- Starts still inside their window per bucket, and when the oldest of them leaves it.
+-- Forget starts whose window has passed, then: the starts still inside their window
+-- per bucket, and when the oldest of them leaves it. One round trip of the claim.
+DELETE FROM rota_rate_starts WHERE leaves_at <= :at;
 SELECT scope, name, rate_key, sum(starts) AS used, min(leaves_at) AS first_leaves_at
 FROM rota_rate_starts WHERE leaves_at > :at
 GROUP BY scope, name, rate_key;
