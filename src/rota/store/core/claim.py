@@ -32,6 +32,7 @@ from rota.store.rows import claimed_from_row
 log = structlog.get_logger("rota.store")
 
 LIMITED_ROUNDS = 4  # windows a limited claim may pass over (see _choose_limited)
+WINDOW_SLACK = 16  # candidates beyond those wanted when no limit or key is in play
 
 
 @dataclass
@@ -207,12 +208,19 @@ class CoreClaim(CoreBreakers):
             if active.global_full(limits):
                 return []
         chosen: list[int] = []
-        window = max(want * 4, 200)
         # A window full of runs whose key filled up is passed over: the next round
         # skips those keys in SQL. A few rounds bound the work under the lock.
         use = gate.use
         admit = gate.admit if use is not None or gate.view is not None else None
-        for _ in range(LIMITED_ROUNDS):
+        passed: list[int] = []  # candidates seen and not chosen: the next round skips them
+        for round_number in range(LIMITED_ROUNDS):
+            # Runs that a full concurrency limit or key holds back fill a window without
+            # being chosen: read four times what is wanted then. With only rates and
+            # breakers in play (no limit, no keyed run seen), most of a first window is
+            # taken; fetching and building four times the claim under the cluster-wide
+            # lock is what made rated drains slow. Later rounds read wide again.
+            wide = limits.any or active is not None or round_number > 0
+            window = max(want * 4, 200) if wide else want - len(chosen) + WINDOW_SLACK
             # Until read, nothing runs that a limit would count (no limit, no key).
             seen = active if active is not None else Active()
             full_queues = set(seen.full_queues(limits))
@@ -228,7 +236,9 @@ class CoreClaim(CoreBreakers):
                 "global_limit": limits.global_max is not None,
                 "full_keys": seen.full_keys(),
                 "full_handlers": full_handlers,
-                "chosen": [*chosen, *gate.doomed],
+                # Nothing passed over can fit later in this claim: every limit, rate
+                # and probe budget only fills as the claim goes on.
+                "chosen": [*chosen, *passed],
                 "window": window,
             }
             candidates = [
@@ -246,7 +256,10 @@ class CoreClaim(CoreBreakers):
             if active is None and any(c.concurrency_key is not None for c in candidates):
                 active = await _active(session)
             seen = active if active is not None else seen
-            chosen += choose(candidates, seen, limits, want - len(chosen), admit)
+            taken = choose(candidates, seen, limits, want - len(chosen), admit)
+            chosen += taken
+            picked = set(taken)
+            passed += [c.run_id for c in candidates if c.run_id not in picked]
             if len(chosen) >= want or len(candidates) < window:
                 break
         return chosen
