@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from rota.clock import Clock
-from rota.domain.breakers import BreakerRow, Transition
+from rota.domain.breakers import Breaker, BreakerRow, Transition
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
 from rota.domain.runs import (
@@ -398,6 +398,11 @@ async def breaker_transitions(store: Store, limit: int = 50) -> list[Transition]
 async def reset_breaker(store: Store, clock: Clock, handler: str, key: str = "") -> BreakerRow:
     """Close a breaker by hand (the transition is recorded with that cause)."""
     return await store.reset_breaker(handler, key, clock.db_now())
+
+
+async def breaker_rules(store: Store) -> dict[str, Breaker]:
+    """Every handler's breaker rule, as its workers wrote it."""
+    return await store.breaker_rules()
 
 
 async def list_rates(store: Store) -> list[RateLimit]:

@@ -106,3 +106,61 @@ async def test_an_operator_reset_closes_it(store: Store) -> None:
     assert row.state is BreakerState.CLOSED
     assert len(await store.claim(_request(10), at(7))) == 5
     assert (await store.breaker_transitions(1))[0].cause == "reset by an operator"
+
+
+RATE_RULE = Breaker(failure_rate=0.5, window=60, min_calls=10, cool_down=30, probes=1)
+
+
+async def _outcomes(store: Store, pattern: str, start: float, **fields: str) -> None:
+    """One run per letter: F fails, S succeeds, each one second after the last."""
+    for i, letter in enumerate(pattern):
+        await enqueue_one(store, T0, **fields)
+        [claimed] = await store.claim(_request(), at(start + i))
+        outcome = retrying(claimed, delay=0.0) if letter == "F" else succeeded(claimed)
+        await store.complete([outcome], at(start + i))
+
+
+async def test_a_failure_rate_over_the_window_opens_it(store: Store) -> None:
+    await store.set_breaker_rule("job", RATE_RULE)
+    # Never two failures in a row; 5 of 10 failed by the tenth outcome.
+    await _outcomes(store, "SFSFSFSFS", 0)
+    assert await _state(store) is BreakerState.CLOSED, "4 of 9: under min_calls"
+    row = {(b.handler, b.key): b for b in await store.list_breakers()}[("job", "")]
+    assert (row.window_calls, row.window_failures) == (9, 4), "successes are counted too"
+    await _outcomes(store, "F", 9)
+    assert await _state(store) is BreakerState.OPEN
+    [opened] = await store.breaker_transitions(1)
+    assert opened.cause == "5 of 10 outcomes failed within 60s (rate 0.5)"
+    await enqueue_one(store, T0)
+    async with peers(store, 1) as [other]:
+        assert await other.claim(_request(10), at(20)) == [], "open for every node"
+
+
+async def test_a_window_that_passed_forgets_its_outcomes(store: Store) -> None:
+    await store.set_breaker_rule("job", RATE_RULE)
+    await _outcomes(store, "FSFSFSFSS", 0)  # 4 of 9
+    await _outcomes(store, "F", 61)  # a new window: 1 of 1, under min_calls
+    assert await _state(store) is BreakerState.CLOSED
+    assert (await store.breaker_rules())["job"] == RATE_RULE
+
+
+async def test_a_fail_fast_handler_fails_its_runs_at_once_without_an_attempt(
+    store: Store,
+) -> None:
+    await store.set_breaker_rule("job", Breaker(failures=2, cool_down=30, when_open="fail"))
+    await _fail(store, 2, 0, "host-a")
+    doomed = await enqueue_one(store, T0, breaker_key="host-a")
+    other = await enqueue_one(store, T0, breaker_key="host-b")
+    claimed = await store.claim(_request(10), at(5))
+    assert [c.run_id for c in claimed] == [other], "another key's breaker is closed"
+    run = await store.get_run(doomed)
+    assert run is not None
+    assert (run.state, run.attempt) == (RunState.FAILED, 0)
+    assert run.error == (
+        "circuit breaker of job (breaker_key 'host-a') is open "
+        "(2 consecutive failures within 60s): failed fast, no attempt made"
+    )
+    assert await store.attempts(doomed) == [], "no attempt was made or recorded"
+    later = await enqueue_one(store, T0, breaker_key="host-a")
+    [probe] = await store.claim(_request(10), at(40))
+    assert probe.run_id == later, "after the cool-down a probe goes through as usual"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rota.domain.rates import Rate, RateLimit, RateScope
 from rota.store.port import ClaimRequest, Store
 
-from .support import T0, at, enqueue_one
+from .support import T0, at, enqueue_one, new_run
 
 
 def _request(limit: int = 10, queues: tuple[str, ...] = ("default",)) -> ClaimRequest:
@@ -68,3 +68,15 @@ async def test_rates_are_listed_replaced_and_cleared(store: Store) -> None:
     assert not await store.clear_rate("handler", "job")
     runs = [await enqueue_one(store, T0) for _ in range(7)]
     assert sorted(await _ids(store, 1)) == runs, "no rate: nothing held back"
+
+
+async def test_runs_of_a_full_key_ahead_do_not_hide_another_key(store: Store) -> None:
+    """Later rounds of the limited claim skip what earlier ones passed over, so a key
+    whose budget is spent hides the runs behind it only beyond what the rounds read
+    (four windows), not beyond the first window read over and over."""
+    await store.set_rate(RateLimit(RateScope.HANDLER, "job", Rate(1, 60)))
+    new = [new_run(rate_key="hot") for _ in range(450)]
+    first = (await store.enqueue(new, T0))[0].run_id
+    behind = await enqueue_one(store, T0, rate_key="cold")
+    assert await _ids(store, 1, limit=1) == [first]
+    assert await _ids(store, 2, limit=1) == [behind], "found past 449 runs of a full key"

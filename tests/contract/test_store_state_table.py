@@ -3,9 +3,9 @@
 
 A scripted life of runs drives each store call that moves runs (claim, renew, complete
 ok / fail / timeout / retry / infrastructure retry / cancel / dead-letter, release,
-reap, poison, cancel, deadline expiry, replay, and a workflow run's release, skip, map
-settlement, cancel and replay) while a recorder snapshots every run's
-state before and after each call.
+reap, poison, cancel, deadline expiry, replay, a workflow run's release, skip, map
+settlement, cancel and replay, and a fail-fast breaker's claim) while a recorder
+snapshots every run's state before and after each call.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from datetime import datetime
 from itertools import count
 from typing import Any, TypeVar
 
+from rota.domain.breakers import Breaker, WhenOpen
 from rota.domain.runs import ClaimedRun, Outcome, RunFilter
 from rota.domain.states import TRANSITIONS, AttemptOutcome, RunState
 from rota.domain.workflows import StepKind, StepSpec, WorkflowDefinition
@@ -83,6 +84,12 @@ class Recorder:
         now = self.tick(seconds)
         [claimed] = await self.call("claim", lambda: self.store.claim(request, now))
         return claimed
+
+    async def claim_none(self, queue: str) -> None:
+        """A claim that starts nothing (here: a fail-fast breaker ends what it finds)."""
+        request = claim_request(queues=(queue,), limit=10)
+        now = self.tick()
+        assert await self.call("claim", lambda: self.store.claim(request, now)) == []
 
     async def renew(self, claimed: ClaimedRun) -> None:
         leases = [lease_of(claimed)]
@@ -251,6 +258,17 @@ async def deadlines(life: Recorder) -> None:
     await life.complete(ended(claimed, RunState.SUCCEEDED))
 
 
+async def fail_fast(life: Recorder) -> None:
+    """An open breaker whose handler fails fast ends its waiting runs, new and retrying,
+    at the claim."""
+    rule = Breaker(failures=1, cool_down=3600, when_open=WhenOpen.FAIL)
+    await life.store.set_breaker_rule("fast", rule)
+    await life.enqueue("fast", handler="fast")
+    await life.complete(retrying(await life.claim("fast"), delay=0.0))  # opens it
+    await life.enqueue("fast", handler="fast")
+    await life.claim_none("fast")
+
+
 def _flow(name: str, *steps: StepSpec) -> WorkflowDefinition:
     return WorkflowDefinition(name, steps)
 
@@ -294,7 +312,16 @@ async def test_every_state_change_is_in_the_table_and_every_entry_is_made(
     store: Store,
 ) -> None:
     life = Recorder(store)
-    chapters = (completions, retries, cancels, hand_backs, dead_letters, deadlines, workflows)
+    chapters = (
+        completions,
+        retries,
+        cancels,
+        hand_backs,
+        dead_letters,
+        deadlines,
+        workflows,
+        fail_fast,
+    )
     for chapter in chapters:
         await chapter(life)
 

@@ -13,7 +13,7 @@ from tests.api.conftest import ADMIN, SIGNING_KEY
 
 from .conftest import OPERATOR, VIEWER, SignedIn, bearer, csrf_of, sign_in, token
 
-PAGES = ("/", "/runs", "/dlq", "/jobs", "/workers", "/limits", "/leader")
+PAGES = ("/", "/runs", "/dlq", "/jobs", "/workers", "/limits", "/leader", "/breakers")
 
 
 async def _enqueue(client: httpx.AsyncClient, namespace: str = "default") -> int:

@@ -19,7 +19,7 @@ from starlette.types import Scope
 
 from rota.api.context import ApiContext
 from rota.api.problems import ProblemException, status_of
-from rota.dashboard import actions, events, pages, reads, signin
+from rota.dashboard import actions, breakers, events, pages, reads, signin
 from rota.dashboard.feed import ChangeFeed
 from rota.dashboard.render import HERE, environment
 from rota.dashboard.sessions import COOKIE, SignedOut, decode, session_key
@@ -31,7 +31,19 @@ FEED_INTERVAL_SECONDS = 0.5  # a change shows on open pages within about a secon
 # The first path segments the dashboard answers (and "/"); every other path stays the
 # API's, including routes added to the app after the dashboard was mounted.
 SECTIONS = frozenset(
-    {"signin", "signout", "events", "static", "runs", "dlq", "jobs", "workers", "limits", "leader"}
+    {
+        "signin",
+        "signout",
+        "events",
+        "static",
+        "runs",
+        "dlq",
+        "jobs",
+        "workers",
+        "limits",
+        "leader",
+        "breakers",
+    }
 )
 log = structlog.get_logger("rota.dashboard")
 
@@ -69,7 +81,7 @@ def mount(api: FastAPI, api_context: ApiContext, restarts: Restarts | None = Non
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.dashboard = context
     app.state.rota = api_context  # the API's auth helpers find their context here too
-    for router in (signin.router, events.router, actions.router, pages.router):
+    for router in (signin.router, events.router, actions.router, pages.router, breakers.router):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     _install_error_pages(app)

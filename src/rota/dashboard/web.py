@@ -142,6 +142,9 @@ NOTICES = {
     "limit-set": "Limit saved.",
     "limit-cleared": "Limit removed.",
     "job-saved": "Job saved.",
+    "breaker-reset": "Breaker closed; the reset is recorded as a transition.",
+    "rate-set": "Rate saved.",
+    "rate-cleared": "Rate removed.",
 }
 
 

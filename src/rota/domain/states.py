@@ -55,6 +55,9 @@ TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     (RunState.RETRYING, RunState.CLAIMED): "worker claim (retry is due)",
     (RunState.PENDING, RunState.CANCELLED): "operator cancel; leader: start-by deadline passed",
     (RunState.RETRYING, RunState.CANCELLED): "operator cancel",
+    # ADR 0016: a run its open breaker holds back, of a handler with when_open="fail".
+    (RunState.PENDING, RunState.FAILED): "limited claim: breaker open, handler fails fast",
+    (RunState.RETRYING, RunState.FAILED): "limited claim: breaker open, handler fails fast",
     (RunState.CLAIMED, RunState.RUNNING): "worker heartbeat",
     (RunState.CLAIMED, RunState.SUCCEEDED): "worker completion (fenced)",
     (RunState.RUNNING, RunState.SUCCEEDED): "worker completion (fenced)",

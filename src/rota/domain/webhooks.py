@@ -26,8 +26,8 @@ class EventType(StrEnum):
     # Once per finish of a workflow run, written by the transaction that made its
     # derived state final (store/core/workflows.py); data: id, name, state, duration.
     WORKFLOW_FINISHED = "workflow.finished"
-    # Accepted now so subscriptions can be made ahead; emitted once circuit breakers
-    # write it (issue 14 item 1).
+    # A circuit breaker opened (or reopened after a failed probe); written with the
+    # transition, naming the run whose outcome opened it.
     BREAKER_OPENED = "breaker.opened"
 
 
@@ -181,6 +181,8 @@ class Delivery:
     # An event that is not a run's (workflow.finished) carries its own data document;
     # None for run events, whose data are the run columns above.
     event_data: dict[str, Any] | None = None
+    breaker_key: str | None = None  # breaker.opened only ("" for runs without a key)
+    cause: str | None = None  # breaker.opened only: why it opened
 
     @property
     def message_id(self) -> str:
@@ -199,6 +201,8 @@ class Delivery:
                 "state": self.run_state,
                 "attempt": self.attempt,
             }
+        if self.event_type is EventType.BREAKER_OPENED:
+            data["breaker"] = {"key": self.breaker_key or "", "cause": self.cause}
         document: dict[str, Any] = {
             "type": self.event_type.value,
             "timestamp": self.occurred_at.isoformat(),

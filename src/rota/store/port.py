@@ -243,6 +243,9 @@ class Store(Protocol):
 
     async def set_breaker_rule(self, handler: str, rule: Breaker) -> None: ...
 
+    async def breaker_rules(self) -> dict[str, Breaker]:
+        """Every handler's breaker rule, as written by its workers."""
+
     async def list_breakers(self) -> list[BreakerRow]: ...
 
     async def breaker_transitions(self, limit: int) -> list[Transition]:

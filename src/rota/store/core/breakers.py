@@ -18,6 +18,7 @@ from rota.domain.breakers import (
     BreakerState,
     BreakerView,
     Transition,
+    WhenOpen,
     is_failure,
     on_outcome,
 )
@@ -39,6 +40,9 @@ def _row(r: Row) -> BreakerRow:
         r["opened_at"],
         r["probes_left"],
         r["cause"],
+        r["window_started_at"],
+        r["window_calls"],
+        r["window_failures"],
     )
 
 
@@ -52,6 +56,9 @@ def _saved(row: BreakerRow) -> dict[str, Any]:
         "opened_at": row.opened_at,
         "probes_left": row.probes_left,
         "cause": row.cause,
+        "window_started_at": row.window_started_at,
+        "window_calls": row.window_calls,
+        "window_failures": row.window_failures,
     }
 
 
@@ -101,44 +108,74 @@ async def record_outcomes(
     """Move the breakers of the runs whose outcome ``written`` says was just recorded,
     on the same session (so in the same transaction as the outcome)."""
     by_id = {o.run_id: o for o in outcomes}
-    judged: list[tuple[tuple[str, str], bool]] = []
+    judged: list[tuple[Ident, bool, int]] = []  # (breaker, failed, run id)
     for r in written:
         outcome = by_id.get(r["id"])
         if outcome is None or r["handler"] not in rules:
             continue
         failed = is_failure(outcome.attempt_outcome)
         if failed is not None:
-            judged.append(((r["handler"], r["breaker_key"] or ""), failed))
-    # A success on a closed breaker with no streak changes nothing: read (no lock) to
-    # skip it, so the common case costs completions no contention on the breaker row.
-    # (A failure committed meanwhile by another completion is then ordered after it.)
-    if judged and not any(failed for _, failed in judged):
-        handlers = sorted({h for (h, _), _ in judged})
-        found = await session.rows("breakers_of", {"handlers": handlers})
-        quiet = {
-            (r["handler"], r["breaker_key"])
-            for r in found
-            if r["state"] == BreakerState.CLOSED.value and r["failures"] == 0
-        }
-        seen = {(r["handler"], r["breaker_key"]) for r in found}
-        judged = [(i, f) for i, f in judged if i in seen and i not in quiet]
+            judged.append(((r["handler"], r["breaker_key"] or ""), failed, r["id"]))
+    if judged and not any(failed for _, failed, _ in judged):
+        judged = await _drop_quiet(session, judged, rules)
     if not judged:
         return []
     now = await _now(session)
-    rows = await _locked(session, {ident for ident, _ in judged})
+    rows = await _locked(session, {ident for ident, _, _ in judged})
     transitions = []
-    for ident, failed in judged:
+    for ident, failed, run_id in judged:
         rows[ident], transition = on_outcome(rows[ident], rules[ident[0]], failed, now)
         if transition is not None:
             transitions.append(transition)
-    await _save(session, [rows[ident] for ident in dict(judged)], transitions)
+            if transition.to_state is BreakerState.OPEN:
+                await session.rows("breaker_opened_event", _opened_event(transition, run_id))
+    await _save(session, [rows[ident] for ident in {i: 0 for i, _, _ in judged}], transitions)
     return transitions
+
+
+async def _drop_quiet(
+    session: Session, judged: list[tuple[Ident, bool, int]], rules: Mapping[str, Breaker]
+) -> list[tuple[Ident, bool, int]]:
+    """Only successes: drop those that change nothing (a closed breaker with no streak,
+    of a rule without a failure rate), after a plain read, so the common case costs
+    completions no contention on the breaker row. (A failure committed meanwhile by
+    another completion is then ordered after it.) A rule with a failure rate counts
+    every outcome, so its successes always lock and write the row."""
+    handlers = sorted({h for (h, _), _, _ in judged})
+    found = await session.rows("breakers_of", {"handlers": handlers})
+    quiet = {
+        (r["handler"], r["breaker_key"])
+        for r in found
+        if r["state"] == BreakerState.CLOSED.value and r["failures"] == 0
+    }
+    seen = {(r["handler"], r["breaker_key"]) for r in found}
+    return [
+        (ident, failed, run_id)
+        for ident, failed, run_id in judged
+        if rules[ident[0]].failure_rate is not None or (ident in seen and ident not in quiet)
+    ]
+
+
+def _opened_event(transition: Transition, run_id: int) -> dict[str, Any]:
+    """The breaker.opened outbox rows' parameters: the run whose outcome opened it
+    gives the namespace, queue and attempt subscriptions filter on."""
+    return {
+        "run_id": run_id,
+        "breaker_key": transition.key,
+        "cause": transition.cause,
+    }
 
 
 def rules_of(rows: Sequence[Row]) -> dict[str, Breaker]:
     return {
         r["handler"]: Breaker(
-            r["failures"], r["window_seconds"], r["cool_down_seconds"], r["probes"]
+            r["failures"],
+            r["window_seconds"],
+            r["cool_down_seconds"],
+            r["probes"],
+            r["failure_rate"],
+            r["min_calls"],
+            WhenOpen(r["when_open"]),
         )
         for r in rows
     }
@@ -165,9 +202,15 @@ class CoreBreakers(CoreBase):
             "window_seconds": float(rule.window),
             "cool_down_seconds": float(rule.cool_down),
             "probes": rule.probes,
+            "failure_rate": None if rule.failure_rate is None else float(rule.failure_rate),
+            "min_calls": rule.min_calls,
+            "when_open": str(rule.when_open),
         }
         await self._d.write("set_breaker_rule", params)
         self._rules.forget()
+
+    async def breaker_rules(self) -> dict[str, Breaker]:
+        return await self._read_rules()
 
     async def list_breakers(self) -> list[BreakerRow]:
         return [_row(r) for r in await self._d.rows("breakers")]

@@ -11,7 +11,8 @@ own transaction (ADR 0016).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse, micros
 from rota.domain.runs import ClaimedRun
 from rota.store.core.breakers import CoreBreakers
 from rota.store.core.recent import Recent
+from rota.store.core.workflows import release_after
 from rota.store.dialect import ClaimLockBusy, Session
 from rota.store.port import ClaimRequest
 from rota.store.rows import claimed_from_row
@@ -30,6 +32,7 @@ from rota.store.rows import claimed_from_row
 log = structlog.get_logger("rota.store")
 
 LIMITED_ROUNDS = 4  # windows a limited claim may pass over (see _choose_limited)
+WINDOW_SLACK = 16  # candidates beyond those wanted when no limit or key is in play
 
 
 @dataclass
@@ -41,9 +44,13 @@ class _Gate:
     use: RateUse | None
     view: BreakerView | None
     tripped: frozenset[str]  # handlers whose runs the plain claim leaves to this path
+    # Runs held back by a breaker whose handler fails fast: run id -> the error to record.
+    doomed: dict[int, str] = field(default_factory=dict)
 
     def admit(self, c: Candidate) -> bool:
         if self.view is not None and not self.view.allows(c.handler, c.breaker_key):
+            if self.view.fails_fast(c.handler):
+                self.doomed[c.run_id] = self.view.why_closed(c.handler, c.breaker_key)
             return False
         if self.use is not None and not self.use.admit(c.queue, c.handler, c.rate_key):
             return False
@@ -138,6 +145,8 @@ class CoreClaim(CoreBreakers):
                 await self._record_starts(session, use)
             if view is not None:
                 await self._save_view(session, view)
+            if gate.doomed:
+                await _fail_fast(session, gate.doomed)
             if not chosen:
                 return []
             params = {
@@ -157,17 +166,25 @@ class CoreClaim(CoreBreakers):
         """The starts still inside their window, as of this claim's ``now``."""
         [row] = await session.rows("claim_now")
         use = RateUse(rates, micros(row["now"]))
-        await session.rows("rate_forget_passed", {"at": use.now})
         for r in await session.rows("rate_usage", {"at": use.now}):
             use.add_live((r["scope"], r["name"], r["rate_key"]), r["used"], r["first_leaves_at"])
         return use
 
     async def _record_starts(self, session: Session, use: RateUse) -> None:
-        """One log row per start admitted (written before the claim, in its transaction)."""
-        items = []
-        for (scope, name, key), rate in use.admitted:
-            leaves_at = use.now + rate.period_micros
-            items.append({"scope": scope, "name": name, "rate_key": key, "leaves_at": leaves_at})
+        """One log row per bucket with the starts admitted in it (every start of this
+        claim shares its instant), written in the claim's transaction."""
+        items = [
+            {
+                "scope": scope,
+                "name": name,
+                "rate_key": key,
+                "leaves_at": use.now + rate.period_micros,
+                "starts": starts,
+            }
+            for ((scope, name, key), rate), starts in sorted(
+                Counter(use.admitted).items(), key=lambda item: item[0][0]
+            )
+        ]
         if items:
             await session.batch("rate_record", items)
         free_in = use.next_free_in()
@@ -183,22 +200,31 @@ class CoreClaim(CoreBreakers):
         want: int,
     ) -> list[int]:
         """Serialised: what runs now, and which candidates fit."""
-        active = Active()
-        for row in await session.rows("active_groups"):
-            active.add(
-                row["queue"], row["handler"], row["concurrency_key"], row["key_limit"], row["count"]
-            )
-        if active.global_full(limits):
-            return []
+        # What runs now matters only to concurrency limits and keys: a claim that only
+        # rates or breakers steer (no limit, no keyed candidate) skips the read.
+        active: Active | None = None
+        if limits.any:
+            active = await _active(session)
+            if active.global_full(limits):
+                return []
         chosen: list[int] = []
-        window = max(want * 4, 200)
         # A window full of runs whose key filled up is passed over: the next round
         # skips those keys in SQL. A few rounds bound the work under the lock.
         use = gate.use
         admit = gate.admit if use is not None or gate.view is not None else None
-        for _ in range(LIMITED_ROUNDS):
-            full_queues = set(active.full_queues(limits))
-            full_handlers = active.full_handlers(limits)
+        passed: list[int] = []  # candidates seen and not chosen: the next round skips them
+        for round_number in range(LIMITED_ROUNDS):
+            # Runs that a full concurrency limit or key holds back fill a window without
+            # being chosen: read four times what is wanted then. With only rates and
+            # breakers in play (no limit, no keyed run seen), most of a first window is
+            # taken; fetching and building four times the claim under the cluster-wide
+            # lock is what made rated drains slow. Later rounds read wide again.
+            wide = limits.any or active is not None or round_number > 0
+            window = max(want * 4, 200) if wide else want - len(chosen) + WINDOW_SLACK
+            # Until read, nothing runs that a limit would count (no limit, no key).
+            seen = active if active is not None else Active()
+            full_queues = set(seen.full_queues(limits))
+            full_handlers = seen.full_handlers(limits)
             if use is not None:
                 full_queues.update(use.full(RateScope.QUEUE))
                 full_handlers += use.full(RateScope.HANDLER)
@@ -208,9 +234,11 @@ class CoreClaim(CoreBreakers):
                 "limited_handlers": [*limits.handlers, *gate.handlers],
                 "limited_queues": [*limits.queues, *gate.rates.queues],
                 "global_limit": limits.global_max is not None,
-                "full_keys": active.full_keys(),
+                "full_keys": seen.full_keys(),
                 "full_handlers": full_handlers,
-                "chosen": chosen,
+                # Nothing passed over can fit later in this claim: every limit, rate
+                # and probe budget only fills as the claim goes on.
+                "chosen": [*chosen, *passed],
                 "window": window,
             }
             candidates = [
@@ -225,10 +253,39 @@ class CoreClaim(CoreBreakers):
                 )
                 for r in await session.rows("limited_candidates", params)
             ]
-            chosen += choose(candidates, active, limits, want - len(chosen), admit)
+            if active is None and any(c.concurrency_key is not None for c in candidates):
+                active = await _active(session)
+            seen = active if active is not None else seen
+            taken = choose(candidates, seen, limits, want - len(chosen), admit)
+            chosen += taken
+            picked = set(taken)
+            passed += [c.run_id for c in candidates if c.run_id not in picked]
             if len(chosen) >= want or len(candidates) < window:
                 break
         return chosen
 
     def _forget_limits(self) -> None:
         self._limits.forget()
+
+
+async def _active(session: Session) -> Active:
+    """The running runs per queue, handler and key (read under the serialised claim)."""
+    active = Active()
+    for row in await session.rows("active_groups"):
+        active.add(
+            row["queue"], row["handler"], row["concurrency_key"], row["key_limit"], row["count"]
+        )
+    return active
+
+
+async def _fail_fast(session: Session, doomed: dict[int, str]) -> None:
+    """End the runs a fail-fast breaker holds back: Failed, no attempt spent, in the
+    claim's transaction; a workflow step's dependents are decided with it."""
+    by_error: dict[str, list[int]] = {}
+    for run_id, error in sorted(doomed.items()):
+        by_error.setdefault(error, []).append(run_id)
+    failed: list[int] = []
+    for error, ids in by_error.items():
+        rows = await session.rows("breaker_fail_fast", {"ids": ids, "error": error})
+        failed += [row["id"] for row in rows]
+    await release_after(session, failed)

@@ -1,17 +1,24 @@
 -- Circuit breakers (ADR 0016). Instants are whole microseconds since the epoch.
 
 -- name: breaker_rules
-SELECT handler, failures, window_seconds, cool_down_seconds, probes FROM rota_breaker_rules;
+SELECT handler, failures, window_seconds, cool_down_seconds, probes, failure_rate, min_calls,
+       when_open
+FROM rota_breaker_rules;
 
 -- name: set_breaker_rule
-INSERT INTO rota_breaker_rules (handler, failures, window_seconds, cool_down_seconds, probes)
-VALUES (%(handler)s, %(failures)s, %(window_seconds)s, %(cool_down_seconds)s, %(probes)s)
+INSERT INTO rota_breaker_rules (handler, failures, window_seconds, cool_down_seconds, probes,
+                                failure_rate, min_calls, when_open)
+VALUES (%(handler)s, %(failures)s, %(window_seconds)s, %(cool_down_seconds)s, %(probes)s,
+        %(failure_rate)s, %(min_calls)s, %(when_open)s)
 ON CONFLICT (handler) DO UPDATE
 SET failures = EXCLUDED.failures, window_seconds = EXCLUDED.window_seconds,
-    cool_down_seconds = EXCLUDED.cool_down_seconds, probes = EXCLUDED.probes;
+    cool_down_seconds = EXCLUDED.cool_down_seconds, probes = EXCLUDED.probes,
+    failure_rate = EXCLUDED.failure_rate, min_calls = EXCLUDED.min_calls,
+    when_open = EXCLUDED.when_open;
 
 -- name: breakers
-SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
+SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause,
+       window_started_at, window_calls, window_failures
 FROM rota_breakers ORDER BY handler, breaker_key;
 
 -- name: breakers_tripped
@@ -25,7 +32,8 @@ WHERE handler = ANY(%(handlers)s::text[]);
 
 -- name: breakers_locked
 -- The rows of these handlers, locked (in key order) to change in this transaction.
-SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
+SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause,
+       window_started_at, window_calls, window_failures
 FROM rota_breakers WHERE handler = ANY(%(handlers)s::text[])
 ORDER BY handler, breaker_key
 FOR UPDATE;
@@ -40,12 +48,15 @@ ON CONFLICT (handler, breaker_key) DO NOTHING;
 -- name: breaker_save
 UPDATE rota_breakers b
 SET state = i.state, failures = i.failures, streak_started_at = i.streak_started_at,
-    opened_at = i.opened_at, probes_left = i.probes_left, cause = i.cause
+    opened_at = i.opened_at, probes_left = i.probes_left, cause = i.cause,
+    window_started_at = i.window_started_at, window_calls = i.window_calls,
+    window_failures = i.window_failures
 FROM unnest(%(handler)s::text[], %(breaker_key)s::text[], %(state)s::text[],
             %(failures)s::integer[], %(streak_started_at)s::bigint[], %(opened_at)s::bigint[],
-            %(probes_left)s::integer[], %(cause)s::text[])
+            %(probes_left)s::integer[], %(cause)s::text[], %(window_started_at)s::bigint[],
+            %(window_calls)s::integer[], %(window_failures)s::integer[])
      AS i(handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left,
-          cause)
+          cause, window_started_at, window_calls, window_failures)
 WHERE b.handler = i.handler AND b.breaker_key = i.breaker_key;
 
 -- name: breaker_transition

@@ -130,3 +130,28 @@ RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fenc
           r.correlation_id, r.job_id,
           EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context,
           r.step_input;
+
+-- name: breaker_fail_fast
+-- Runs whose breaker is open and whose handler fails fast (ADR 0016): Failed at once,
+-- no attempt made or counted, the reason in error; run.failed enters the webhook outbox
+-- in the same statement, as a completion's would.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+failed AS (
+    UPDATE rota_runs r
+    SET state = 'failed', error = %(error)s, finished_at = t.now
+    FROM t
+    WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state IN ('pending', 'retrying')
+    RETURNING r.id, r.namespace, r.handler, r.queue, r.attempt
+),
+events AS (
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, 'run.failed', f.id, f.namespace, f.handler, f.queue, 'failed', f.attempt,
+           t.now, t.now
+    FROM t, failed f
+    JOIN rota_webhook_subscriptions s
+      ON s.enabled AND s.namespace = f.namespace AND s.event_types LIKE '%%,run.failed,%%'
+     AND (s.handler IS NULL OR s.handler = f.handler) AND (s.queue IS NULL OR s.queue = f.queue)
+)
+SELECT id FROM failed;

@@ -18,17 +18,18 @@ DELETE FROM rota_rates WHERE scope = %(scope)s AND name = %(name)s RETURNING nam
 -- transaction's start, the same in every statement of it).
 SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 
--- name: rate_forget_passed
-DELETE FROM rota_rate_starts WHERE leaves_at <= %(at)s;
-
 -- name: rate_usage
--- Starts still inside their window per bucket, and when the oldest of them leaves it.
-SELECT scope, name, rate_key, count(*) AS used, min(leaves_at) AS first_leaves_at
+-- Forget starts whose window has passed (a data-modifying WITH runs whether or not it
+-- is read), and: the starts still inside their window per bucket, and when the oldest
+-- of them leaves it. One round trip of the claim.
+WITH gone AS (DELETE FROM rota_rate_starts WHERE leaves_at <= %(at)s)
+SELECT scope, name, rate_key, sum(starts) AS used, min(leaves_at) AS first_leaves_at
 FROM rota_rate_starts WHERE leaves_at > %(at)s
 GROUP BY scope, name, rate_key;
 
 -- name: rate_record
--- Rows come as parallel arrays.
-INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at)
+-- Rows come as parallel arrays; one per bucket per claim (every start of a claim
+-- shares its instant).
+INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at, starts)
 SELECT * FROM unnest(%(scope)s::text[], %(name)s::text[], %(rate_key)s::text[],
-                     %(leaves_at)s::bigint[]);
+                     %(leaves_at)s::bigint[], %(starts)s::integer[]);

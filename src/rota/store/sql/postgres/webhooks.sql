@@ -138,3 +138,19 @@ WHERE id IN (SELECT id FROM rota_webhook_deliveries
              WHERE state <> 'pending' AND occurred_at < %(older_than)s
              ORDER BY id LIMIT %(limit)s)
 RETURNING id;
+
+-- name: breaker_opened_event
+-- breaker.opened, in the transaction that opened the breaker (store/core/breakers.py),
+-- once per transition; the run whose outcome opened it names namespace and queue.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at,
+                                     breaker_key, cause)
+SELECT s.id, 'breaker.opened', r.id, r.namespace, r.handler, r.queue, r.state, r.attempt,
+       t.now, t.now, %(breaker_key)s, %(cause)s
+FROM t, rota_runs r
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace
+ AND s.event_types LIKE '%%,breaker.opened,%%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE r.id = %(run_id)s;

@@ -1,17 +1,24 @@
 -- Circuit breakers (ADR 0016). Instants are whole microseconds since the epoch.
 
 -- name: breaker_rules
-SELECT handler, failures, window_seconds, cool_down_seconds, probes FROM rota_breaker_rules;
+SELECT handler, failures, window_seconds, cool_down_seconds, probes, failure_rate, min_calls,
+       when_open
+FROM rota_breaker_rules;
 
 -- name: set_breaker_rule
-INSERT INTO rota_breaker_rules (handler, failures, window_seconds, cool_down_seconds, probes)
-VALUES (:handler, :failures, :window_seconds, :cool_down_seconds, :probes)
+INSERT INTO rota_breaker_rules (handler, failures, window_seconds, cool_down_seconds, probes,
+                                failure_rate, min_calls, when_open)
+VALUES (:handler, :failures, :window_seconds, :cool_down_seconds, :probes, :failure_rate,
+        :min_calls, :when_open)
 ON CONFLICT (handler) DO UPDATE
 SET failures = excluded.failures, window_seconds = excluded.window_seconds,
-    cool_down_seconds = excluded.cool_down_seconds, probes = excluded.probes;
+    cool_down_seconds = excluded.cool_down_seconds, probes = excluded.probes,
+    failure_rate = excluded.failure_rate, min_calls = excluded.min_calls,
+    when_open = excluded.when_open;
 
 -- name: breakers
-SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
+SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause,
+       window_started_at, window_calls, window_failures
 FROM rota_breakers ORDER BY handler, breaker_key;
 
 -- name: breakers_tripped
@@ -26,7 +33,8 @@ WHERE handler IN (SELECT value FROM json_each(:handlers));
 -- name: breakers_locked
 -- The rows of these handlers, to change in this transaction (the writer lock holds
 -- them on SQLite; PostgreSQL locks the rows).
-SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause
+SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause,
+       window_started_at, window_calls, window_failures
 FROM rota_breakers WHERE handler IN (SELECT value FROM json_each(:handlers))
 ORDER BY handler, breaker_key;
 
@@ -37,7 +45,9 @@ ON CONFLICT (handler, breaker_key) DO NOTHING;
 -- name: breaker_save
 UPDATE rota_breakers
 SET state = :state, failures = :failures, streak_started_at = :streak_started_at,
-    opened_at = :opened_at, probes_left = :probes_left, cause = :cause
+    opened_at = :opened_at, probes_left = :probes_left, cause = :cause,
+    window_started_at = :window_started_at, window_calls = :window_calls,
+    window_failures = :window_failures
 WHERE handler = :handler AND breaker_key = :breaker_key;
 
 -- name: breaker_transition

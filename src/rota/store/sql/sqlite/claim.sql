@@ -118,3 +118,21 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
           lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
           :now - run_at AS pickup_delay, trace_context, step_input;
+
+-- name: breaker_fail_fast
+-- Runs whose breaker is open and whose handler fails fast (ADR 0016): Failed at once,
+-- no attempt made or counted, the reason in error; run.failed enters the webhook outbox
+-- in the same transaction, as a completion's would.
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at)
+SELECT s.id, 'run.failed', r.id, r.namespace, r.handler, r.queue, 'failed', r.attempt,
+       :now, :now
+FROM rota_runs r
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace AND s.event_types LIKE '%,run.failed,%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE r.id IN (SELECT value FROM json_each(:ids)) AND r.state IN ('pending', 'retrying');
+UPDATE rota_runs
+SET state = 'failed', error = :error, finished_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'retrying')
+RETURNING id;

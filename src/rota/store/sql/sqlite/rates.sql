@@ -17,15 +17,15 @@ DELETE FROM rota_rates WHERE scope = :scope AND name = :name RETURNING name;
 -- The instant the claim in this transaction records as started_at.
 SELECT :now AS now;
 
--- name: rate_forget_passed
-DELETE FROM rota_rate_starts WHERE leaves_at <= :at;
-
 -- name: rate_usage
--- Starts still inside their window per bucket, and when the oldest of them leaves it.
-SELECT scope, name, rate_key, count(*) AS used, min(leaves_at) AS first_leaves_at
+-- Forget starts whose window has passed, then: the starts still inside their window
+-- per bucket, and when the oldest of them leaves it. One round trip of the claim.
+DELETE FROM rota_rate_starts WHERE leaves_at <= :at;
+SELECT scope, name, rate_key, sum(starts) AS used, min(leaves_at) AS first_leaves_at
 FROM rota_rate_starts WHERE leaves_at > :at
 GROUP BY scope, name, rate_key;
 
 -- name: rate_record
-INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at)
-VALUES (:scope, :name, :rate_key, :leaves_at);
+-- One row per bucket per claim: every start of a claim shares its instant.
+INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at, starts)
+VALUES (:scope, :name, :rate_key, :leaves_at, :starts);

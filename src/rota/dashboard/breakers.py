@@ -1,0 +1,102 @@
+"""The circuit breakers and rate limits page (issue 14): each breaker's state, counts
+and cause, the newest transitions with their time and cause, and the rate limits on
+run starts; a cluster admin resets a breaker and sets or removes a rate, with the
+session's CSRF token, through the same use cases as the API, audited under the API's
+route names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+
+from rota import services
+from rota.api.context import audit_target
+from rota.dashboard.sessions import Session
+from rota.dashboard.web import back_to, checked_form, dashboard, notice, page, require, viewer
+from rota.domain.access import Scope
+from rota.domain.breakers import BreakerRow, Transition
+
+router = APIRouter()
+Viewer = Annotated[Session, Depends(viewer)]
+TRANSITIONS_SHOWN = 50
+
+
+def _at(micros: int | None) -> datetime | None:
+    return None if micros is None else datetime.fromtimestamp(micros / 1_000_000, UTC)
+
+
+@dataclass(frozen=True)
+class BreakerLine:
+    """A breaker as the page shows it (instants as datetimes for the template)."""
+
+    row: BreakerRow
+    opened_at: datetime | None
+    window_started_at: datetime | None
+
+
+@dataclass(frozen=True)
+class TransitionLine:
+    move: Transition
+    at: datetime | None
+
+
+@router.get("/breakers", name="breakers")
+async def breakers(request: Request, session: Viewer) -> HTMLResponse:
+    store = await dashboard(request).store()
+    rows = await services.list_breakers(store)
+    moves = await services.breaker_transitions(store, TRANSITIONS_SHOWN)
+    return page(
+        request,
+        "breakers.html",
+        session,
+        breakers=[BreakerLine(r, _at(r.opened_at), _at(r.window_started_at)) for r in rows],
+        transitions=[TransitionLine(t, _at(t.at)) for t in moves],
+        rules=await services.breaker_rules(store),
+        rates=await services.list_rates(store),
+        shown=TRANSITIONS_SHOWN,
+        notice=notice(request.query_params.get("notice"), request.query_params.get("n")),
+        nav="breakers",
+    )
+
+
+def _field(fields: dict[str, list[str]], name: str) -> str:
+    return fields.get(name, [""])[0].strip()
+
+
+@router.post("/breakers/reset", name="reset_breaker")
+async def reset_breaker(request: Request, session: Viewer) -> Response:
+    audit_target(request, "breaker")  # named below once the form is read
+    fields = await checked_form(request, session)
+    handler, key = _field(fields, "handler"), _field(fields, "key")
+    audit_target(request, f"breaker {handler[:200]}")
+    require(session.principal, Scope.ADMIN, cluster_wide=True)
+    context = dashboard(request)
+    await services.reset_breaker(await context.store(), context.api.clock, handler, key)
+    return back_to("/breakers", "breaker-reset")
+
+
+@router.post("/breakers/rates", name="set_rate")
+async def set_rate(request: Request, session: Viewer) -> Response:
+    audit_target(request, "rate")  # named below once the form is read
+    fields = await checked_form(request, session)
+    scope, name = _field(fields, "scope"), _field(fields, "name")
+    audit_target(request, f"rate {scope[:40]}:{name[:100]}")
+    require(session.principal, Scope.ADMIN, cluster_wide=True)
+    store = await dashboard(request).store()
+    await services.set_rate(store, scope, name, _field(fields, "rate"))
+    return back_to("/breakers", "rate-set")
+
+
+@router.post("/breakers/rates/clear", name="clear_rate")
+async def clear_rate(request: Request, session: Viewer) -> Response:
+    audit_target(request, "rate")  # named below once the form is read
+    fields = await checked_form(request, session)
+    scope, name = _field(fields, "scope"), _field(fields, "name")
+    audit_target(request, f"rate {scope[:40]}:{name[:100]}")
+    require(session.principal, Scope.ADMIN, cluster_wide=True)
+    await services.clear_rate(await dashboard(request).store(), scope, name)
+    return back_to("/breakers", "rate-cleared")
