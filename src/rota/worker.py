@@ -26,12 +26,20 @@ from rota.config import Settings
 from rota.context import RunContext, RunLogger
 from rota.domain.limits import Limit, LimitScope
 from rota.domain.rates import RateLimit, RateScope
-from rota.domain.runs import ClaimedRun, Lease, Outcome, check_name, check_positive_int
+from rota.domain.runs import (
+    ClaimedRun,
+    Lease,
+    LogLine,
+    Outcome,
+    check_name,
+    check_positive_int,
+)
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.execution import execute, failure_outcome, infrastructure_outcome
 from rota.handlers import Registry
+from rota.live_logs import LiveAttempt, LiveLogs
 from rota.observe import hooks, tracing
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
@@ -122,6 +130,7 @@ class Worker:
         self._may_claim = asyncio.Event()
         self._may_claim.set()
         self.claimed_total = 0
+        self._live: LiveLogs | None = None  # made in run(): it belongs to the loop
 
     # -- the loop -----------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -139,6 +148,7 @@ class Worker:
                 handler_pool_size=self.settings.handler_pool_size,
             )
         self._writer.start()
+        live = self._live = LiveLogs(self.store, self._live_attempts)
         await self._publish_handler_limits()
         await self._register()
         background = [
@@ -155,6 +165,7 @@ class Worker:
                 ),
                 name="rota-registry",
             ),
+            watched(supervise("live-logs", live.run, self.restarts), "rota-live-logs"),
         ]
         stopping = watched(stop.wait(), name="rota-stop")
         try:
@@ -258,6 +269,8 @@ class Worker:
             _open_transaction=open_tx,
             _step_input=claimed.step_input,
         )
+        if self._live is not None:
+            self._live.watch(ctx.log)
         held = _Held(claimed, ctx, started=self.clock.monotonic())
         self._held[claimed.run_id] = held
         self._busy += 1
@@ -306,6 +319,21 @@ class Worker:
         # Bound only when there is something to say: binding per run costs the hot path.
         return self._log.bind(run_id=claimed.run_id, fence=claimed.fence)
 
+    def _live_attempts(self) -> list[LiveAttempt]:
+        """Held attempts with lines waiting whose outcome is not yet being written."""
+        return [
+            LiveAttempt(h.claimed.run_id, h.claimed.fence, h.ctx.log)
+            for h in self._held.values()
+            if h.ctx.log.waiting and not (h.recording or h.lost or h.released)
+        ]
+
+    async def _final_lines(self, held: _Held) -> list[LogLine]:
+        """The attempt's last lines, once any of its earlier ones being written live
+        have landed (so they stay in order). ``recording`` is set: no batch takes more."""
+        if self._live is not None:
+            await self._live.settled()
+        return held.ctx.log.take(final=True)
+
     async def _record(self, held: _Held, outcome: Any) -> None:
         ctx, tx = held.ctx, held.ctx._transaction
         held.recording = True
@@ -319,12 +347,12 @@ class Worker:
         if tx is not None:
             if outcome.state is RunState.SUCCEEDED:
                 written = await self._commit_with(held, tx, outcome)
-                await self._writer.store_logs(ctx.log.take())
+                await self._writer.store_logs(held.lease, await self._final_lines(held))
             else:
                 await tx.rollback()
-                written = await self._writer.record(outcome, ctx.log.take())
+                written = await self._writer.record(outcome, await self._final_lines(held))
         else:
-            written = await self._writer.record(outcome, ctx.log.take())
+            written = await self._writer.record(outcome, await self._final_lines(held))
         hooks.run_finished(
             held.claimed, outcome, written, held.handler_seconds, self.options.node_id
         )
@@ -383,8 +411,6 @@ class Worker:
         except StoreError as exc:
             self._log.warning("lease renewal failed; will retry", error=str(exc))
             return
-        # Long runs' log lines become visible while they run, not only at the end.
-        await self._writer.store_logs([line for h in held for line in h.ctx.log.take()])
         for h in held:
             run_id = h.claimed.run_id
             if run_id in result.lost and run_id in self._held and not h.recording:
@@ -464,6 +490,12 @@ class Worker:
                 self._log.error("runs did not stop when cancelled", count=len(stuck))
         await self._writer.close()
         if leftovers:
+            if self._live is not None:
+                await self._live.settled()
+            lines = [line for h in leftovers for line in h.ctx.log.take(final=True)]
+            fences = {h.claimed.run_id: h.claimed.fence for h in leftovers}
+            with contextlib.suppress(StoreError):  # lines, not outcomes: not retried
+                await self.store.append_logs(lines, fences)
             try:
                 released = await self.store.release(
                     [h.lease for h in leftovers], self.clock.db_now()

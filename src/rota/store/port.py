@@ -9,7 +9,7 @@ tests.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -20,6 +20,7 @@ from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
 from rota.domain.runs import (
+    LOG_READ_LIMIT,
     Attempt,
     ClaimedRun,
     Enqueued,
@@ -114,7 +115,9 @@ class Store(Protocol):
     async def release(self, leases: Sequence[Lease], now: datetime | None) -> set[int]:
         """Hand runs back (graceful shutdown) without spending an attempt."""
 
-    async def append_logs(self, lines: Sequence[LogLine]) -> None: ...
+    async def append_logs(self, lines: Sequence[LogLine], fences: Mapping[int, int]) -> int:
+        """Store the lines of runs whose fence (``fences[run_id]``) still holds, in
+        order; returns how many were stored (a stale attempt's lines are not)."""
 
     # -- housekeeping -------------------------------------------------------
     # Housekeeping is a leader duty: with ``leader_term`` set, the write happens only
@@ -134,7 +137,10 @@ class Store(Protocol):
 
     async def attempts(self, run_id: int) -> list[Attempt]: ...
 
-    async def logs(self, run_id: int) -> list[LogLine]: ...
+    async def logs(
+        self, run_id: int, after: int | None = None, limit: int = LOG_READ_LIMIT
+    ) -> list[LogLine]:
+        """The run's lines in order; with ``after``, only those whose seq is greater."""
 
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run: ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from rota.domain.runs import Attempt, LogLine, Run, RunFilter
+from rota.domain.runs import LOG_READ_LIMIT, Attempt, LogLine, Run, RunFilter
 from rota.domain.search import RunSearch, like_pattern
 from rota.domain.stats import FinishedCount, QueueCount
 from rota.store.core.base import CoreBase
@@ -34,8 +34,10 @@ class CoreReads(CoreBase):
     async def attempts(self, run_id: int) -> list[Attempt]:
         return [attempt_from_row(row) for row in await self._d.rows("attempts", {"id": run_id})]
 
-    async def logs(self, run_id: int) -> list[LogLine]:
-        rows = await self._d.rows("logs", {"id": run_id})
+    async def logs(
+        self, run_id: int, after: int | None = None, limit: int = LOG_READ_LIMIT
+    ) -> list[LogLine]:
+        rows = await self._d.rows("logs", {"id": run_id, "after": after, "limit": limit})
         # PostgreSQL hands jsonb back decoded, SQLite as the stored text.
         return [
             log_from_row(row, f if isinstance(f := row["fields"], str) else json.dumps(f))

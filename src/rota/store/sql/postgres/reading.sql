@@ -16,7 +16,11 @@ LIMIT %(limit)s;
 SELECT * FROM rota_attempts WHERE run_id = %(id)s ORDER BY fence;
 
 -- name: logs
-SELECT * FROM rota_run_logs WHERE run_id = %(id)s ORDER BY id;
+-- In the order written; a tail asks for the lines after the last it has seen.
+SELECT * FROM rota_run_logs
+WHERE run_id = %(id)s AND (%(after)s::bigint IS NULL OR id > %(after)s)
+ORDER BY id
+LIMIT %(limit)s;
 
 -- name: search_runs
 -- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL.

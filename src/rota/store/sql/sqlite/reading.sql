@@ -16,7 +16,11 @@ LIMIT :limit;
 SELECT * FROM rota_attempts WHERE run_id = :id ORDER BY fence;
 
 -- name: logs
-SELECT * FROM rota_run_logs WHERE run_id = :id ORDER BY id;
+-- In the order written; a tail asks for the lines after the last it has seen.
+SELECT * FROM rota_run_logs
+WHERE run_id = :id AND (:after IS NULL OR id > :after)
+ORDER BY id
+LIMIT :limit;
 
 -- name: search_runs
 -- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL; list
