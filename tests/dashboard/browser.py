@@ -56,6 +56,11 @@ class Server:
         assert triggered.status_code == 202, triggered.text
         return int(triggered.json()["run_id"])
 
+    def logs(self, run_id: int) -> list[dict[str, object]]:
+        answer = self.api("GET", f"/api/v1/runs/{run_id}/logs")
+        assert answer.status_code == 200, answer.text
+        return list(answer.json()["lines"])
+
     def run_state(self, run_id: int) -> str:
         return str(self.api("GET", f"/api/v1/runs/{run_id}").json()["run"]["state"])
 

@@ -144,6 +144,31 @@ def test_cancel_a_long_run(context: BrowserContext, server: Server) -> None:
     expect(page.locator("#logs")).to_contain_text("stopping: cancelled")
 
 
+def test_a_running_attempts_log_tails_live(context: BrowserContext, server: Server) -> None:
+    # "long" logs a line every 0.2 s until cancelled: lines logged after the page was
+    # drawn must appear on it while the run is still running, without a reload.
+    page = sign_in(context, server)
+    run_id = server.enqueue("long", _name())
+    wait_until(
+        lambda: any(x["message"] == "step" for x in server.logs(run_id)),
+        what="the run's first live log line",
+    )
+    page.goto(f"/runs/{run_id}")
+    page.evaluate("window.__notReloaded = true")
+    shown = max(
+        int(step) for step in re.findall(r'"step": (\d+)', page.locator("#logs").inner_text())
+    )
+    expect(page.locator("#logs")).to_contain_text(f'"step": {shown + 5}')
+    assert server.run_state(run_id) in ("claimed", "running")  # not ended: tailed
+    assert page.evaluate("window.__notReloaded") is True
+    page.get_by_role("button", name="Cancel run").click()
+    expect(page.locator(".facts")).to_contain_text("cancelled")
+    expect(page.locator("#logs")).to_contain_text("stopping: cancelled")
+    text = page.locator("#logs").inner_text()
+    steps = [int(step) for step in re.findall(r'"step": (\d+)', text)]
+    assert steps == list(range(len(steps))), "each line once, in order"
+
+
 def test_drain_and_resume_a_worker(context: BrowserContext, server: Server) -> None:
     page = sign_in(context, server)
     page.goto("/workers")

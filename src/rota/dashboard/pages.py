@@ -14,7 +14,7 @@ from rota.dashboard.sessions import Session
 from rota.dashboard.web import dashboard, notice, page, viewer
 from rota.domain.states import RunState
 from rota.domain.values import MAX_ID
-from rota.errors import RunNotFound
+from rota.errors import InvalidArgument, RunNotFound
 
 router = APIRouter()
 Viewer = Annotated[Session, Depends(viewer)]
@@ -77,6 +77,31 @@ async def run(request: Request, run_id: str, session: Viewer) -> HTMLResponse:
     )
     notes = _notice(request)
     return page(request, "run.html", session, detail=detail, job=made_by, notice=notes, nav="runs")
+
+
+@router.get("/runs/{run_id}/logs", name="run_logs")
+async def run_logs(
+    request: Request, run_id: str, session: Viewer, after: str = "0", final: str = ""
+) -> HTMLResponse:
+    """The tail of a run's log: the lines after seq ``after`` (a fragment for htmx;
+    without JavaScript the run page itself shows every line)."""
+    context = dashboard(request)
+    if not after.isdigit() or int(after) > MAX_ID:
+        raise InvalidArgument("after", after, "a log line's seq (a whole number)")
+    seq = int(after)
+    run, lines = await reads.run_logs_after(
+        await context.store(), session.principal, run_id_of(run_id), seq
+    )
+    return page(
+        request,
+        "_log_lines.html",
+        session,
+        run=run,
+        lines=lines,
+        after=seq,
+        # A run that has ended is read once more (its last lines follow its outcome).
+        final=bool(final) or not run.state.is_terminal,
+    )
 
 
 @router.get("/jobs", name="jobs")

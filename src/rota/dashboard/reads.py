@@ -16,7 +16,7 @@ from rota.dashboard.shared import Shared
 from rota.domain.access import Principal
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
-from rota.domain.runs import Run
+from rota.domain.runs import LogLine, Run
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
 from rota.domain.stats import FinishedCount, QueueCount
@@ -187,6 +187,15 @@ async def run_detail(
     detail = await services.run_detail(store, run_id, principal.namespaces)
     job_id = detail.run.job_id
     return detail, (await store.get_job_by_id(job_id) if job_id is not None else None)
+
+
+async def run_logs_after(
+    store: Store, principal: Principal, run_id: int, after: int
+) -> tuple[Run, list[LogLine]]:
+    """The run (read first: lines written before it ended are in what follows) and its
+    log lines after seq ``after``."""
+    run = await services.get_run(store, run_id, principal.namespaces)
+    return run, await store.logs(run_id, after)
 
 
 # -- jobs ----------------------------------------------------------------------------
