@@ -19,7 +19,6 @@ from rota.domain.runs import (
 )
 from rota.errors import UnsupportedFeature
 
-
 # Keys the process log sets itself: a handler's field of the same name is renamed
 # there (it is stored in the run's log as given).
 _PROCESS_LOG_KEYS = frozenset({"event", "run_id", "handler", "attempt", "level", "timestamp"})

@@ -12,6 +12,7 @@ logs last go with its outcome (rota.outcomes), after any batch still being writt
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -70,10 +71,8 @@ class LiveLogs:
             self._wake.clear()
             if not self._full.is_set():
                 # More lines, of this attempt and others, ride in the same statement.
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._full.wait(), self._interval)
-                except TimeoutError:
-                    pass
             self._full.clear()
             await self.flush()
 

@@ -335,7 +335,7 @@ class Worker:
         return held.ctx.log.take(final=True)
 
     async def _record(self, held: _Held, outcome: Any) -> None:
-        ctx, tx = held.ctx, held.ctx._transaction
+        tx = held.ctx._transaction
         held.recording = True
         if held.lost or held.released:
             if tx is not None:

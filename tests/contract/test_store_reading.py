@@ -124,7 +124,8 @@ async def test_log_lines_are_stored_only_under_the_attempts_current_fence(store:
     # stale, and its lines are refused (the others in the same batch are kept).
     await store.reap_expired(at(10), poison_after=5, limit=10)
     second = await claim_one(store, at(60))
-    assert second.run_id == run_id and second.fence > first.fence
+    assert second.run_id == run_id
+    assert second.fence > first.fence
     other = await enqueue_one(store, T0, queue="other")
     stale = LogLine(run_id, first.attempt, at(61), "info", "from the stale worker")
     fresh = LogLine(run_id, second.attempt, at(62), "info", "second attempt")
@@ -149,7 +150,8 @@ async def test_log_lines_after_a_seq_tail_the_log_in_order(store: Store) -> None
     everything = await store.logs(run_id)
     assert [x.message for x in everything] == mine  # one batch keeps its order
     seqs = [x.seq for x in everything]
-    assert all(isinstance(s, int) for s in seqs) and seqs == sorted(seqs)
+    assert all(isinstance(s, int) for s in seqs)
+    assert seqs == sorted(seqs)
     middle = everything[9].seq
     assert [x.message for x in await store.logs(run_id, after=middle)] == mine[10:]
     assert [x.message for x in await store.logs(run_id, after=middle, limit=3)] == mine[10:13]

@@ -34,8 +34,10 @@ async def test_the_tail_gives_the_lines_after_the_last_seen(
 
     tail = await client.get(f"/runs/{run_id}/logs?after={seqs[1]}")
     assert tail.status_code == 200
-    assert "line 0" not in tail.text and "line 1" not in tail.text
-    assert "line 2" in tail.text and "line 3" in tail.text
+    assert "line 0" not in tail.text
+    assert "line 1" not in tail.text
+    assert "line 2" in tail.text
+    assert "line 3" in tail.text
     assert f'hx-get="/runs/{run_id}/logs?after={seqs[-1]}"' in tail.text
 
     nothing_new = await client.get(f"/runs/{run_id}/logs?after={seqs[-1]}")
@@ -65,7 +67,8 @@ async def test_a_bad_tail_request_is_a_message_not_a_500(signed_in: SignedIn) ->
     mine = await _enqueue(client, "team-a")
     theirs = await _enqueue(client, "secret-team")
     bad = await client.get(f"/runs/{mine}/logs?after=abc")
-    assert bad.status_code == 400 and "after" in bad.text
+    assert bad.status_code == 400
+    assert "after" in bad.text
     assert (await client.get(f"/runs/{mine}/logs?after=-1")).status_code == 400
     assert (await client.get(f"/runs/{theirs}/logs")).status_code == 404
     assert (await client.get("/runs/999999/logs")).status_code == 404

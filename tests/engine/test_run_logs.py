@@ -9,9 +9,9 @@ from typing import Any
 
 import rota
 from rota import services
-from rota.domain.states import RunState
 from rota.context import RunLogger
 from rota.domain.runs import ClaimedRun
+from rota.domain.states import RunState
 from tests.engine.conftest import working
 from tests.helpers import eventually
 from tests.waiting import wait_for_state
@@ -149,7 +149,8 @@ def test_an_attempt_keeps_at_most_its_cap_and_counts_the_rest() -> None:
         logger.info("line", n=n)
     live = logger.take()
     assert [line.message for line in live[:3]] == ["line"] * 3
-    assert "log cap reached" in live[3].message and live[3].level == "warning"
+    assert "log cap reached" in live[3].message
+    assert live[3].level == "warning"
     assert len(live) == 4
     logger.info("still dropped")
     [last] = logger.take(final=True)
