@@ -316,6 +316,14 @@ class Store(Protocol):
     async def revoke_api_key(self, key_id: str, now: datetime | None) -> ApiKey | None:
         """Mark a key revoked (the first revocation's instant stands); None if unknown."""
 
+    async def sign_out_session(
+        self, session_id: str, expires_at: datetime, now: datetime | None
+    ) -> None:
+        """Refuse the dashboard session ``session_id`` everywhere until ``expires_at``
+        (and forget sessions signed out earlier that have expired by ``now``)."""
+
+    async def session_signed_out(self, session_id: str) -> bool: ...
+
     async def append_audit(self, entry: NewAuditEntry, now: datetime | None) -> int: ...
 
     async def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
