@@ -31,7 +31,19 @@ FEED_INTERVAL_SECONDS = 0.5  # a change shows on open pages within about a secon
 # The first path segments the dashboard answers (and "/"); every other path stays the
 # API's, including routes added to the app after the dashboard was mounted.
 SECTIONS = frozenset(
-    {"signin", "signout", "events", "static", "runs", "dlq", "jobs", "workers", "limits", "leader"}
+    {
+        "signin",
+        "signout",
+        "events",
+        "static",
+        "runs",
+        "dlq",
+        "jobs",
+        "workflows",
+        "workers",
+        "limits",
+        "leader",
+    }
 )
 log = structlog.get_logger("rota.dashboard")
 

@@ -12,9 +12,10 @@ from fastapi.responses import HTMLResponse
 from rota.dashboard import filters, reads
 from rota.dashboard.sessions import Session
 from rota.dashboard.web import dashboard, notice, page, viewer
+from rota.dashboard.workflow_graph import layout
 from rota.domain.states import RunState
 from rota.domain.values import MAX_ID
-from rota.errors import InvalidArgument, RunNotFound
+from rota.errors import InvalidArgument, RunNotFound, WorkflowRunNotFound
 
 router = APIRouter()
 Viewer = Annotated[Session, Depends(viewer)]
@@ -102,6 +103,22 @@ async def run_logs(
         # A run that has ended is read once more (its last lines follow its outcome).
         final=bool(final) or not run.state.is_terminal,
     )
+
+
+@router.get("/workflows", name="workflow_runs")
+async def workflow_runs(request: Request, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    views = await reads.workflow_runs(await context.store(), session.principal)
+    return page(request, "workflows.html", session, views=views, nav="workflows")
+
+
+@router.get("/workflows/{workflow_run_id}", name="workflow_run")
+async def workflow_run(request: Request, workflow_run_id: str, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    if not workflow_run_id.isdigit() or not 1 <= int(workflow_run_id) <= MAX_ID:
+        raise WorkflowRunNotFound(workflow_run_id)  # type: ignore[arg-type]
+    view = await reads.workflow_run(await context.store(), session.principal, int(workflow_run_id))
+    return page(request, "workflow.html", session, view=view, graph=layout(view), nav="workflows")
 
 
 @router.get("/jobs", name="jobs")
