@@ -62,7 +62,10 @@ class LiveLogs:
         event = self._full if full else self._wake
         if threading.get_ident() == self._loop_thread:
             event.set()
-        else:
+            return
+        # A thread still logging after its worker stopped finds the loop closed: its
+        # lines then wait for nobody, and the handler must not fail for it.
+        with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(event.set)
 
     async def run(self) -> None:
