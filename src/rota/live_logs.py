@@ -104,6 +104,12 @@ class LiveLogs:
             if self._writing is done:
                 self._writing = None
 
+    @property
+    def writing(self) -> bool:
+        """Whether a batch is being written now (checked before awaiting ``settled``:
+        the common case, nothing in flight, costs no await)."""
+        return self._writing is not None
+
     async def settled(self) -> None:
         """Return once no batch taken earlier is still being written."""
         if self._writing is not None:

@@ -29,7 +29,6 @@ from rota.domain.rates import RateLimit, RateScope
 from rota.domain.runs import (
     ClaimedRun,
     Lease,
-    LogLine,
     Outcome,
     check_name,
     check_positive_int,
@@ -327,32 +326,29 @@ class Worker:
             if h.ctx.log.waiting and not (h.recording or h.lost or h.released)
         ]
 
-    async def _final_lines(self, held: _Held) -> list[LogLine]:
-        """The attempt's last lines, once any of its earlier ones being written live
-        have landed (so they stay in order). ``recording`` is set: no batch takes more."""
-        if self._live is not None:
-            await self._live.settled()
-        return held.ctx.log.take(final=True)
-
     async def _record(self, held: _Held, outcome: Any) -> None:
         tx = held.ctx._transaction
-        held.recording = True
-        if held.lost or held.released:
+        held.recording = True  # from here no live batch takes this attempt's lines
+        if held.lost or held.released:  # a released run's lines are stored at shutdown
             if tx is not None:
                 await tx.rollback()
             self._run_log(held.claimed).warning(
                 "attempt result discarded: the lease is no longer ours"
             )
             return
+        if self._live is not None and self._live.writing:
+            # Its earlier lines may be in that batch: they land before its last ones.
+            await self._live.settled()
+        lines = held.ctx.log.take(final=True)
         if tx is not None:
             if outcome.state is RunState.SUCCEEDED:
                 written = await self._commit_with(held, tx, outcome)
-                await self._writer.store_logs(held.lease, await self._final_lines(held))
+                await self._writer.store_logs(held.lease, lines)
             else:
                 await tx.rollback()
-                written = await self._writer.record(outcome, await self._final_lines(held))
+                written = await self._writer.record(outcome, lines)
         else:
-            written = await self._writer.record(outcome, await self._final_lines(held))
+            written = await self._writer.record(outcome, lines)
         hooks.run_finished(
             held.claimed, outcome, written, held.handler_seconds, self.options.node_id
         )
