@@ -11,18 +11,49 @@ from typing import Any
 
 import structlog
 
-from rota.domain.runs import ClaimedRun, LogLine
+from rota.domain.runs import (
+    LOG_BYTES_PER_ATTEMPT,
+    LOG_LINES_PER_ATTEMPT,
+    ClaimedRun,
+    LogLine,
+)
 from rota.errors import UnsupportedFeature
+
+# Keys the process log sets itself: a handler's field of the same name is renamed
+# there (it is stored in the run's log as given).
+_PROCESS_LOG_KEYS = frozenset({"event", "run_id", "handler", "attempt", "level", "timestamp"})
+LIVE_BATCH_LINES = 100  # this many waiting lines wake the live flush before its interval
 
 
 class RunLogger:
-    """Log lines that are stored with the run (and also go to the process log)."""
+    """Log lines that are stored with the run (and also go to the process log).
 
-    def __init__(self, run: ClaimedRun, now: Callable[[], datetime]) -> None:
+    Lines wait here until the worker takes them: while the attempt runs (the live
+    flush, so the dashboard can tail them) and when it ends (with the outcome). An
+    attempt keeps at most ``max_lines`` lines and ``max_bytes`` bytes; past either,
+    lines are counted, one line says so when it starts, and the last says how many.
+    """
+
+    def __init__(
+        self,
+        run: ClaimedRun,
+        now: Callable[[], datetime],
+        max_lines: int = LOG_LINES_PER_ATTEMPT,
+        max_bytes: int = LOG_BYTES_PER_ATTEMPT,
+    ) -> None:
         self._run = run
         self._now = now
         self._lines: list[LogLine] = []
         self._lock = threading.Lock()  # sync handlers log from their thread
+        self._max_lines = max_lines
+        self._max_bytes = max_bytes
+        self._kept_lines = 0
+        self._kept_bytes = 0
+        self._dropped = 0
+        # Called (from any thread) when lines start waiting, or many have: the worker
+        # sets it to wake its live flush. None: lines wait for the attempt's end.
+        # The argument says whether LIVE_BATCH_LINES are waiting (write without delay).
+        self.on_waiting: Callable[[bool], None] | None = None
 
     def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:
         if self._run.correlation_id is not None:
@@ -35,32 +66,76 @@ class RunLogger:
         line = LogLine(
             self._run.run_id, self._run.attempt, self._now(), level, message, fields_json
         )
-        with self._lock:
-            self._lines.append(line)
+        self._keep(line)
         process_log = structlog.get_logger("rota.run")
         getattr(process_log, level)(
             message,
+            **{(f"field_{k}" if k in _PROCESS_LOG_KEYS else k): v for k, v in fields.items()},
             run_id=self._run.run_id,
             handler=self._run.handler,
             attempt=self._run.attempt,
-            **fields,
         )
 
-    def debug(self, message: str, **fields: Any) -> None:
+    def _keep(self, line: LogLine) -> None:
+        size = len(line.message) + len(line.fields_json)
+        with self._lock:
+            if self._kept_lines >= self._max_lines or self._kept_bytes + size > self._max_bytes:
+                self._dropped += 1
+                if self._dropped > 1:
+                    return
+                line = self._marker(
+                    f"log cap reached ({self._max_lines} lines or {self._max_bytes} bytes "
+                    "per attempt): further lines are dropped and counted"
+                )
+            else:
+                self._kept_lines += 1
+                self._kept_bytes += size
+            self._lines.append(line)
+            waiting = len(self._lines)
+        if self.on_waiting is not None and waiting in (1, LIVE_BATCH_LINES):
+            self.on_waiting(waiting == LIVE_BATCH_LINES)
+
+    def _marker(self, message: str, **fields: Any) -> LogLine:
+        return LogLine(
+            self._run.run_id,
+            self._run.attempt,
+            self._now(),
+            "warning",
+            message,
+            json.dumps(fields) if fields else "{}",
+        )
+
+    # ``message`` is positional-only: a field may be named anything, "message" too.
+    def debug(self, message: str, /, **fields: Any) -> None:
         self._emit("debug", message, fields)
 
-    def info(self, message: str, **fields: Any) -> None:
+    def info(self, message: str, /, **fields: Any) -> None:
         self._emit("info", message, fields)
 
-    def warning(self, message: str, **fields: Any) -> None:
+    def warning(self, message: str, /, **fields: Any) -> None:
         self._emit("warning", message, fields)
 
-    def error(self, message: str, **fields: Any) -> None:
+    def error(self, message: str, /, **fields: Any) -> None:
         self._emit("error", message, fields)
 
-    def take(self) -> list[LogLine]:
+    @property
+    def waiting(self) -> bool:
+        return bool(self._lines)
+
+    @property
+    def dropped(self) -> int:
+        return self._dropped
+
+    def take(self, final: bool = False) -> list[LogLine]:
+        """The lines waiting; ``final`` (the attempt is over) adds the count of lines
+        dropped past the cap, if any."""
         with self._lock:
             lines, self._lines = self._lines, []
+            if final and self._dropped:
+                lines.append(
+                    self._marker(f"{self._dropped} log lines dropped", dropped=self._dropped)
+                )
+                self._dropped = 0
         return lines
 
 

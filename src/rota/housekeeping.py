@@ -1,6 +1,7 @@
 """The leader's duties: plan schedule slots into runs, declare silent workers dead,
 return runs whose lease expired, cancel runs past their start-by deadline, report runs
-no worker can take, prune old finished runs and dead workers.
+no worker can take, prune old finished runs and dead workers, count finished runs per
+minute (for the dashboard).
 
 Every write names the leader's term, so a leader that was deposed while it worked
 changes nothing. Each duty is also safe to run on several nodes at once (the planner by
@@ -42,6 +43,7 @@ log = structlog.get_logger("rota.housekeeping")
 REAP_BATCH = 1000
 PRUNE_BATCH = 5000
 PRUNE_EVERY_SECONDS = 60.0
+COUNT_FINISHED_EVERY_SECONDS = 60.0  # a minute is counted within a minute of settling
 # Consecutive failures of one duty, over at least a leader lease, after which the
 # leader resigns (see DutiesFailing).
 GIVE_UP_AFTER = 5
@@ -156,6 +158,11 @@ class Housekeeper:
         if pruned:
             log.info("pruned finished runs", count=pruned)
 
+    async def count_finished(self, term: int | None = None) -> None:
+        """Count finished runs per minute, for the dashboard's overview (a recount of
+        the last few minutes: overlapping leaders write the same numbers)."""
+        await self.store.count_finished_minutes(await self.store.now(self.clock.db_now()))
+
     async def _vacuum(self, term: int | None) -> None:
         await self.store.vacuum()
 
@@ -206,6 +213,7 @@ class Housekeeper:
             ("planner", self.settings.planner_interval_seconds, self.plan_once),
             ("reaper", self.settings.reap_interval_seconds, self.reap_cycle),
             ("pruner", PRUNE_EVERY_SECONDS, self._prune_cycle),
+            ("finished-counts", COUNT_FINISHED_EVERY_SECONDS, self.count_finished),
             ("vacuum", self.settings.vacuum_interval_seconds, self._vacuum),
             ("gauges", cluster.REFRESH_SECONDS, self._publish_gauges),
         ]

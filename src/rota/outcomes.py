@@ -17,7 +17,7 @@ from datetime import datetime
 
 import structlog
 
-from rota.domain.runs import LogLine, Outcome
+from rota.domain.runs import Lease, LogLine, Outcome
 from rota.errors import StoreError, StoreUnavailable
 from rota.store.port import Store
 from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, supervise, watched
@@ -75,11 +75,12 @@ class OutcomeWriter:
                 return True
             return await self.record(fallback, [])
 
-    async def store_logs(self, lines: list[LogLine]) -> None:
-        """Lines of a run whose outcome is not ours to write (e.g. released)."""
+    async def store_logs(self, lease: Lease, lines: list[LogLine]) -> None:
+        """Lines of a run whose outcome is not ours to write (it was committed with the
+        handler's transaction), under the attempt's fence."""
         if lines:
             with contextlib.suppress(StoreError):
-                await self._store.append_logs(lines)
+                await self._store.append_logs(lines, {lease.run_id: lease.fence})
 
     async def close(self, timeout: float = 10.0) -> None:
         """Write everything queued, then stop. Bounded: with the database down, what is
@@ -123,10 +124,14 @@ class OutcomeWriter:
                     p.written.set_exception(exc)
                     p.written.exception()  # retrieved here; the waiter sees it too
             raise
-        lines = [line for p in batch for line in p.lines]
+        # Only the lines of outcomes that held their fence: a stale attempt's are not
+        # the run's.
+        kept = [p for p in batch if p.lines and p.outcome.run_id in written]
+        lines = [line for p in kept for line in p.lines]
         if lines:
             try:
-                await self._store.append_logs(lines)
+                fences = {p.outcome.run_id: p.outcome.fence for p in kept}
+                await self._store.append_logs(lines, fences)
             except StoreError as exc:
                 log.warning("could not store run log lines", count=len(lines), error=str(exc))
         for p in batch:

@@ -192,6 +192,14 @@ async def run_detail(store: Store, run_id: int, namespaces: Namespaces = None) -
     return RunDetail(run, await store.attempts(run_id), await store.logs(run_id))
 
 
+async def run_logs(
+    store: Store, run_id: int, namespaces: Namespaces = None, after: int | None = None
+) -> list[LogLine]:
+    """The run's log lines (those after the seq ``after``, when given), in order."""
+    await get_run(store, run_id, namespaces)
+    return await store.logs(run_id, after)
+
+
 async def list_runs(
     store: Store,
     state: str | None = None,

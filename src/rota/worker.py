@@ -26,12 +26,19 @@ from rota.config import Settings
 from rota.context import RunContext, RunLogger
 from rota.domain.limits import Limit, LimitScope
 from rota.domain.rates import RateLimit, RateScope
-from rota.domain.runs import ClaimedRun, Lease, Outcome, check_name, check_positive_int
+from rota.domain.runs import (
+    ClaimedRun,
+    Lease,
+    Outcome,
+    check_name,
+    check_positive_int,
+)
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, StoreError, StoreUnavailable
 from rota.execution import execute, failure_outcome, infrastructure_outcome
 from rota.handlers import Registry
+from rota.live_logs import LiveAttempt, LiveLogs
 from rota.observe import hooks, tracing
 from rota.outcomes import OutcomeWriter
 from rota.store.port import ClaimRequest, Store
@@ -128,6 +135,7 @@ class Worker:
         self._may_claim = asyncio.Event()
         self._may_claim.set()
         self.claimed_total = 0
+        self._live: LiveLogs | None = None  # made in run(): it belongs to the loop
 
     # -- the loop -----------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -145,6 +153,7 @@ class Worker:
                 handler_pool_size=self.settings.handler_pool_size,
             )
         self._writer.start()
+        live = self._live = LiveLogs(self.store, self._live_attempts)
         await self._publish_handler_limits()
         await self._register()
         background = [
@@ -161,6 +170,7 @@ class Worker:
                 ),
                 name="rota-registry",
             ),
+            watched(supervise("live-logs", live.run, self.restarts), "rota-live-logs"),
         ]
         stopping = watched(stop.wait(), name="rota-stop")
         try:
@@ -264,6 +274,8 @@ class Worker:
             _open_transaction=open_tx,
             _step_input=claimed.step_input,
         )
+        if self._live is not None:
+            self._live.watch(ctx.log)
         held = _Held(claimed, ctx, started=self.clock.monotonic())
         self._held[claimed.run_id] = held
         self._busy += 1
@@ -312,25 +324,37 @@ class Worker:
         # Bound only when there is something to say: binding per run costs the hot path.
         return self._log.bind(run_id=claimed.run_id, fence=claimed.fence)
 
+    def _live_attempts(self) -> list[LiveAttempt]:
+        """Held attempts with lines waiting whose outcome is not yet being written."""
+        return [
+            LiveAttempt(h.claimed.run_id, h.claimed.fence, h.ctx.log)
+            for h in self._held.values()
+            if h.ctx.log.waiting and not (h.recording or h.lost or h.released)
+        ]
+
     async def _record(self, held: _Held, outcome: Any) -> None:
-        ctx, tx = held.ctx, held.ctx._transaction
-        held.recording = True
-        if held.lost or held.released:
+        tx = held.ctx._transaction
+        held.recording = True  # from here no live batch takes this attempt's lines
+        if held.lost or held.released:  # a released run's lines are stored at shutdown
             if tx is not None:
                 await tx.rollback()
             self._run_log(held.claimed).warning(
                 "attempt result discarded: the lease is no longer ours"
             )
             return
+        if self._live is not None and self._live.writing:
+            # Its earlier lines may be in that batch: they land before its last ones.
+            await self._live.settled()
+        lines = held.ctx.log.take(final=True)
         if tx is not None:
             if outcome.state is RunState.SUCCEEDED:
                 written = await self._commit_with(held, tx, outcome)
-                await self._writer.store_logs(ctx.log.take())
+                await self._writer.store_logs(held.lease, lines)
             else:
                 await tx.rollback()
-                written = await self._writer.record(outcome, ctx.log.take())
+                written = await self._writer.record(outcome, lines)
         else:
-            written = await self._writer.record(outcome, ctx.log.take())
+            written = await self._writer.record(outcome, lines)
         hooks.run_finished(
             held.claimed, outcome, written, held.handler_seconds, self.options.node_id
         )
@@ -389,8 +413,6 @@ class Worker:
         except StoreError as exc:
             self._log.warning("lease renewal failed; will retry", error=str(exc))
             return
-        # Long runs' log lines become visible while they run, not only at the end.
-        await self._writer.store_logs([line for h in held for line in h.ctx.log.take()])
         for h in held:
             run_id = h.claimed.run_id
             if run_id in result.lost and run_id in self._held and not h.recording:
@@ -470,6 +492,12 @@ class Worker:
                 self._log.error("runs did not stop when cancelled", count=len(stuck))
         await self._writer.close()
         if leftovers:
+            if self._live is not None:
+                await self._live.settled()
+            lines = [line for h in leftovers for line in h.ctx.log.take(final=True)]
+            fences = {h.claimed.run_id: h.claimed.fence for h in leftovers}
+            with contextlib.suppress(StoreError):  # lines, not outcomes: not retried
+                await self.store.append_logs(lines, fences)
             try:
                 released = await self.store.release(
                     [h.lease for h in leftovers], self.clock.db_now()

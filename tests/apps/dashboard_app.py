@@ -1,5 +1,6 @@
 """Handlers for the dashboard's browser tests and screenshots: one that succeeds, one
-that always fails (and so is dead-lettered), one that runs until cancelled."""
+that always fails (and so is dead-lettered), one that runs until cancelled; and a
+workflow (extract, then two transforms, then load) whose first step takes a while."""
 
 from __future__ import annotations
 
@@ -33,3 +34,38 @@ async def long(ctx: rota.RunContext, payload: Any) -> str:
         ctx.log.info("step", step=step)
         await asyncio.sleep(0.2)
     return "finished"
+
+
+async def wf_extract(ctx: rota.RunContext, payload: Any) -> int:
+    ctx.log.info("extracting")
+    await asyncio.sleep(float((ctx.workflow_payload or {}).get("extract_seconds", 2.0)))
+    return 3
+
+
+async def wf_transform(ctx: rota.RunContext, payload: Any) -> int:
+    return int(ctx.parents["extract"]) * 2
+
+
+async def wf_load(ctx: rota.RunContext, payload: Any) -> int:
+    return sum(int(v) for v in ctx.parents.values())
+
+
+def add_workflows(target: rota.App) -> None:
+    """The workflow "nightly-etl" and its handlers, on ``target`` (this module's app,
+    or a test's own App on the same database, which starts runs of it)."""
+    for name, fn in (
+        ("wf-extract", wf_extract),
+        ("wf-transform", wf_transform),
+        ("wf-load", wf_load),
+    ):
+        if target.registry.get(name) is None:
+            target.handler(name)(fn)
+    flow = rota.Workflow("nightly-etl")
+    extract = flow.step("extract", handler="wf-extract")
+    left = flow.step("transform-orders", handler="wf-transform", after=[extract])
+    right = flow.step("transform-refunds", handler="wf-transform", after=[extract])
+    flow.step("load", handler="wf-load", after=[left, right])
+    target.workflow(flow)
+
+
+add_workflows(app)

@@ -27,7 +27,9 @@ def test_enqueue_wait_and_read_back(live_server: str, admin_token: str) -> None:
         assert (run["state"], run["result"], run["priority"]) == ("succeeded", {"n": 1}, 3)
         detail = rota.get_run(run_id)
         assert [a["outcome"] for a in detail["attempts"]] == ["succeeded"]
-        assert [line["message"] for line in rota.run_logs(run_id)] == ["echoing"]
+        [line] = rota.run_logs(run_id)
+        assert line["message"] == "echoing"
+        assert rota.run_logs(run_id, after=line["seq"]) == []
         # The same key is the same run: a retried enqueue never starts work twice.
         again = rota.enqueue("echo", {"n": 1}, idempotency_key="once")
         assert rota.enqueue("echo", {"n": 2}, idempotency_key="once") == again

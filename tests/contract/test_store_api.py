@@ -3,6 +3,8 @@ due run, API keys and the audit log. Same behaviour on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from rota.domain.access import AuditQuery, NewApiKey, NewAuditEntry, issue_api_key
 from rota.domain.jobs import JobSpec
 from rota.domain.search import RunSearch
@@ -199,3 +201,18 @@ async def test_audit_log_appends_and_pages_by_namespace(store: Store) -> None:
     page = await store.list_audit(AuditQuery(limit=2))
     rest = await store.list_audit(AuditQuery(limit=2, before_id=page[-1].id))
     assert [e.id for e in page + rest] == written[::-1]
+
+
+async def test_a_signed_out_session_is_refused_until_it_expires_then_pruned(store: Store) -> None:
+    assert await store.session_signed_out("sid-1") is False
+    await store.sign_out_session("sid-1", T0 + timedelta(hours=8), T0)
+    await store.sign_out_session("sid-1", T0 + timedelta(hours=1), T0)  # twice: harmless
+    await store.sign_out_session("sid-2", T0 + timedelta(minutes=5), T0)
+    assert await store.session_signed_out("sid-1") is True
+    assert await store.session_signed_out("sid-2") is True
+    assert await store.session_signed_out("sid-3") is False
+    # A later sign-out prunes the rows whose cookies have expired (sid-2's), no others.
+    await store.sign_out_session("sid-3", T0 + timedelta(hours=9), T0 + timedelta(minutes=6))
+    assert await store.session_signed_out("sid-2") is False
+    assert await store.session_signed_out("sid-1") is True
+    assert await store.session_signed_out("sid-3") is True

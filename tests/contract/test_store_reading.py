@@ -21,9 +21,10 @@ async def test_logs_round_trip_in_order(store: Store) -> None:
         LogLine(run_id, 1, at(3), "warning", "slow: 3 s"),
         LogLine(run_id, 2, at(4), "error", "ünïcode ✓ and 'quotes'", '{"nested":{"x":null}}'),
     ]
-    await store.append_logs(lines[:2])
-    await store.append_logs(lines[2:])
-    await store.append_logs([])
+    fences = {run_id: 0, other_id: 0}  # never claimed: the fence a run is made with
+    assert await store.append_logs(lines[:2], fences) == 2
+    assert await store.append_logs(lines[2:], fences) == 2
+    assert await store.append_logs([], fences) == 0
     got = await store.logs(run_id)
     assert [(x.run_id, x.attempt, x.at, x.level, x.message) for x in got] == [
         (x.run_id, x.attempt, x.at, x.level, x.message) for x in lines if x.run_id == run_id
@@ -111,3 +112,47 @@ async def test_list_runs_returns_whole_runs(store: Store) -> None:
     [run] = await store.list_runs(RunFilter(state=RunState.SUCCEEDED))
     assert run == await store.get_run(r2)
     assert run.result == {"ok": True}
+
+
+async def test_log_lines_are_stored_only_under_the_attempts_current_fence(store: Store) -> None:
+    run_id = await enqueue_one(store, T0)
+    first = await claim_one(store, T0, lease_seconds=5.0)
+    assert first.run_id == run_id
+    line = LogLine(run_id, first.attempt, at(1), "info", "first attempt")
+    assert await store.append_logs([line], {run_id: first.fence}) == 1
+    # The lease expires and another worker claims the run: the first worker's fence is
+    # stale, and its lines are refused (the others in the same batch are kept).
+    await store.reap_expired(at(10), poison_after=5, limit=10)
+    second = await claim_one(store, at(60))
+    assert second.run_id == run_id
+    assert second.fence > first.fence
+    other = await enqueue_one(store, T0, queue="other")
+    stale = LogLine(run_id, first.attempt, at(61), "info", "from the stale worker")
+    fresh = LogLine(run_id, second.attempt, at(62), "info", "second attempt")
+    elsewhere = LogLine(other, 1, at(63), "info", "another run")
+    stored = await store.append_logs(
+        [stale, elsewhere], {run_id: first.fence, other: 0}
+    ) + await store.append_logs([fresh], {run_id: second.fence})
+    assert stored == 2
+    assert [x.message for x in await store.logs(run_id)] == ["first attempt", "second attempt"]
+    # Unknown runs store nothing.
+    assert await store.append_logs([LogLine(999_999, 1, at(1), "info", "x")], {999_999: 0}) == 0
+
+
+async def test_log_lines_after_a_seq_tail_the_log_in_order(store: Store) -> None:
+    run_id = await enqueue_one(store, T0)
+    other = await enqueue_one(store, T0)
+    batch = [
+        LogLine(run_id if n % 3 else other, 1, at(n), "info", f"line {n}") for n in range(1, 31)
+    ]
+    assert await store.append_logs(batch, {run_id: 0, other: 0}) == 30
+    mine = [x.message for x in batch if x.run_id == run_id]
+    everything = await store.logs(run_id)
+    assert [x.message for x in everything] == mine  # one batch keeps its order
+    seqs = [x.seq for x in everything]
+    assert all(isinstance(s, int) for s in seqs)
+    assert seqs == sorted(seqs)
+    middle = everything[9].seq
+    assert [x.message for x in await store.logs(run_id, after=middle)] == mine[10:]
+    assert [x.message for x in await store.logs(run_id, after=middle, limit=3)] == mine[10:13]
+    assert await store.logs(run_id, after=everything[-1].seq) == []

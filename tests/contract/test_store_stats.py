@@ -67,3 +67,55 @@ async def test_finished_counts_are_bucketed_and_windowed(store: Store) -> None:
 async def test_finished_counts_refuse_a_bucket_out_of_range(store: Store, bucket: int) -> None:
     with pytest.raises(ValueError, match=f"bucket_seconds={bucket} is not allowed"):
         await store.finished_counts(T0, bucket)
+
+
+async def _finish_runs(store: Store, seconds: list[float], queue: str = "q1") -> None:
+    """One run finished at each of ``seconds`` after T0 (alternately succeeded/failed)."""
+    await store.enqueue([new_run(queue=queue) for _ in seconds], T0)
+    for n, second in enumerate(seconds):
+        claimed = await claim_one(store, T0, queues=[queue])
+        outcome = (
+            succeeded(claimed)
+            if n % 2 == 0
+            else finished(claimed, RunState.FAILED, AttemptOutcome.FAILED)
+        )
+        await store.complete([outcome], at(second))
+
+
+async def test_counting_finished_minutes_changes_no_answer_and_is_read(store: Store) -> None:
+    # Runs finished over ten minutes, some on a minute's edge.
+    await _finish_runs(store, [1, 59.5, 60, 61, 130, 170, 240, 300, 301, 420, 599])
+    await _finish_runs(store, [65, 305], queue="q2")
+    asked = [
+        (since, bucket)
+        for since in (at(0), at(30), at(60), at(61), at(-3600))
+        for bucket in (60, 300, 3600, 7)
+    ]
+    before = {key: await store.finished_counts(*key) for key in asked}
+    # At T0 + 10 min + settle, the minutes up to T0 + 10 min are counted.
+    plan = await store.count_finished_minutes(at(660))
+    assert plan.until == at(600)
+    assert plan.counted_from <= at(0)
+    for key in asked:
+        assert await store.finished_counts(*key) == before[key], key
+    # The counted minutes are read from the counts: pruning those runs changes nothing
+    # the counts cover (here, everything before T0 + 10 min).
+    assert await store.prune_finished(at(420), limit=100) == 11
+    assert await store.finished_counts(at(0), 300) == before[(at(0), 300)]
+    # A run finishing late inside the recount window is counted by the next count.
+    await _finish_runs(store, [500], queue="q3")
+    await store.count_finished_minutes(at(700))
+    late = FinishedCount(at(300), "default", "q3", RunState.SUCCEEDED, 1)
+    assert late in await store.finished_counts(at(0), 300)
+
+
+async def test_counting_again_is_idempotent(store: Store) -> None:
+    await _finish_runs(store, [10, 70, 130])
+    first = await store.count_finished_minutes(at(300))
+    again = await store.count_finished_minutes(at(300))
+    assert first.until == again.until
+    assert await store.finished_counts(at(0), 60) == [
+        FinishedCount(at(0), "default", "q1", RunState.SUCCEEDED, 1),
+        FinishedCount(at(60), "default", "q1", RunState.FAILED, 1),
+        FinishedCount(at(120), "default", "q1", RunState.SUCCEEDED, 1),
+    ]

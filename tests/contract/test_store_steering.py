@@ -216,7 +216,7 @@ async def test_prune_deletes_old_finished_runs_with_their_history(store: Store) 
     done = await claim_one(store, T0)
     assert done.run_id == old_done
     await store.complete([succeeded(done)], at(10))
-    await store.append_logs([LogLine(old_done, 1, at(5), "info", "hello")])
+    await store.append_logs([LogLine(old_done, 1, at(5), "info", "hello")], {old_done: done.fence})
     lost = await claim_one(store, T0, lease_seconds=5.0)
     assert lost.run_id == old_lost
     await store.reap_expired(at(6), poison_after=5, limit=10)
@@ -232,7 +232,9 @@ async def test_prune_deletes_old_finished_runs_with_their_history(store: Store) 
     recent = await enqueue_one(store, at(100), queue="recent")
     recent_claim = await claim_one(store, at(100), queues=["recent"])
     await store.complete([succeeded(recent_claim)], at(200))
-    await store.append_logs([LogLine(recent, 1, at(150), "info", "kept")])
+    await store.append_logs(
+        [LogLine(recent, 1, at(150), "info", "kept")], {recent: recent_claim.fence}
+    )
 
     assert await store.prune_finished(at(100), limit=100) == 3
     for gone in (old_done, old_lost, old_cancelled):

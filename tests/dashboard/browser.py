@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+import rota
 from rota.api.auth import mint_token
 from rota.api.settings import ApiSettings
 from tests.helpers import REPO, stop_gracefully, wait_until
@@ -39,6 +40,7 @@ ADMIN = ("jobs:read", "jobs:trigger", "jobs:manage", "jobs:admin")
 class Server:
     url: str
     node_id: str
+    db_url: str
 
     def token(self, scopes: tuple[str, ...] = ADMIN, subject: str = "ana") -> str:
         settings = ApiSettings(env="development", signing_key=SIGNING_KEY)
@@ -55,6 +57,23 @@ class Server:
         triggered = self.api("POST", f"/api/v1/jobs/{name}/trigger")
         assert triggered.status_code == 202, triggered.text
         return int(triggered.json()["run_id"])
+
+    def logs(self, run_id: int) -> list[dict[str, object]]:
+        answer = self.api("GET", f"/api/v1/runs/{run_id}/logs")
+        assert answer.status_code == 200, answer.text
+        return list(answer.json()["lines"])
+
+    def start_workflow(self, name: str, payload: object = None) -> int:
+        """A run of one of the test app's workflows (there is no HTTP route to start one
+        here): through an App of this test process on the server's database."""
+        from tests.apps.dashboard_app import add_workflows
+
+        app = rota.App(settings=rota.Settings(database_url=self.db_url))
+        try:
+            add_workflows(app)
+            return app.start_workflow(name, payload)
+        finally:
+            app.close()
 
     def run_state(self, run_id: int) -> str:
         return str(self.api("GET", f"/api/v1/runs/{run_id}").json()["run"]["state"])
@@ -102,6 +121,6 @@ def rota_server(
 
     try:
         wait_until(answering, timeout=60, what="the server to answer")
-        yield Server(url, node_id)
+        yield Server(url, node_id, db_url)
     finally:
         stop_gracefully(proc)

@@ -36,7 +36,16 @@ def seed(server: Server) -> dict[str, int]:
     wait_until(lambda: all(server.run_state(r) == "succeeded" for r in quick), timeout=60)
     wait_until(lambda: all(server.run_state(r) == "dead_lettered" for r in dead), timeout=60)
     wait_until(lambda: server.run_state(running) == "running", timeout=60)
-    return {"dead": dead[0], "running": running}
+    done_flow = server.start_workflow("nightly-etl", {"extract_seconds": 0})
+    # A second run still extracting: its graph shows a step at work and steps waiting.
+    busy_flow = server.start_workflow("nightly-etl", {"extract_seconds": 600})
+    wait_until(lambda: _workflow_state(server, done_flow) == "succeeded", timeout=60)
+    return {"dead": dead[0], "running": running, "workflow": busy_flow}
+
+
+def _workflow_state(server: Server, workflow_run_id: int) -> str:
+    answer = server.api("GET", f"/api/v1/workflow-runs/{workflow_run_id}")
+    return str(answer.json()["state"])
 
 
 def shoot(page: Page, path: str, target: Path) -> None:
@@ -77,9 +86,13 @@ def main(folder: Path) -> None:
                 ("workers", "/workers"),
                 ("limits", "/limits"),
                 ("leader", "/leader"),
+                ("workflows", "/workflows"),
+                ("workflow", f"/workflows/{ids['workflow']}"),
+                ("run-log", f"/runs/{ids['running']}"),
             ):
                 shoot(page, path, folder / f"{name}.png")
             server.api("POST", f"/api/v1/runs/{ids['running']}/cancel")
+            server.api("POST", f"/api/v1/workflow-runs/{ids['workflow']}/cancel")
             browser.close()
 
 

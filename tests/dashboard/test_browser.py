@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 VIEWER = ("jobs:read",)
 TIMEOUT_MS = 15_000
 expect.set_options(timeout=TIMEOUT_MS)
-PAGES = ("/", "/runs", "/dlq", "/jobs", "/workers", "/limits", "/leader", "/breakers", "/signin")
+PAGES = ("/", "/runs", "/dlq", "/jobs", "/workflows", "/workers", "/limits", "/leader", "/breakers", "/signin")
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +144,56 @@ def test_cancel_a_long_run(context: BrowserContext, server: Server) -> None:
     expect(page.locator("#logs")).to_contain_text("stopping: cancelled")
 
 
+def test_a_running_attempts_log_tails_live(context: BrowserContext, server: Server) -> None:
+    # "long" logs a line every 0.2 s until cancelled: lines logged after the page was
+    # drawn must appear on it while the run is still running, without a reload.
+    page = sign_in(context, server)
+    run_id = server.enqueue("long", _name())
+    wait_until(
+        lambda: any(x["message"] == "step" for x in server.logs(run_id)),
+        what="the run's first live log line",
+    )
+    page.goto(f"/runs/{run_id}")
+    page.evaluate("window.__notReloaded = true")
+    shown = max(
+        int(step) for step in re.findall(r'"step": (\d+)', page.locator("#logs").inner_text())
+    )
+    expect(page.locator("#logs")).to_contain_text(f'"step": {shown + 5}')
+    assert server.run_state(run_id) in ("claimed", "running")  # not ended: tailed
+    assert page.evaluate("window.__notReloaded") is True
+    page.get_by_role("button", name="Cancel run").click()
+    expect(page.locator(".facts")).to_contain_text("cancelled")
+    expect(page.locator("#logs")).to_contain_text("stopping: cancelled")
+    text = page.locator("#logs").inner_text()
+    steps = [int(step) for step in re.findall(r'"step": (\d+)', text)]
+    assert steps == list(range(len(steps))), "each line once, in order"
+
+
+def test_a_workflow_runs_graph_changes_live(context: BrowserContext, server: Server) -> None:
+    page = sign_in(context, server)
+    workflow_run_id = server.start_workflow("nightly-etl", {"extract_seconds": 4})
+    page.goto("/workflows")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=f"#{workflow_run_id}"))
+    expect(row).to_contain_text("nightly-etl")
+    row.get_by_role("link", name=f"#{workflow_run_id}").click()
+    expect(page.get_by_role("heading", name=f"Workflow run #{workflow_run_id}")).to_be_visible()
+    page.evaluate("window.__notReloaded = true")
+    # The first step is still at work, the last waits: the graph says so in words.
+    expect(
+        page.get_by_role("link", name=re.compile(r"^Step extract: (pending|claimed|running)"))
+    ).to_be_visible()
+    expect(page.get_by_role("link", name=re.compile(r"^Step load: waiting"))).to_be_visible()
+    # Then every step succeeds, on the open page, without a reload.
+    expect(page.get_by_role("link", name=re.compile(r"^Step load: succeeded"))).to_be_visible()
+    expect(page.locator(".facts")).to_contain_text("succeeded")
+    assert page.evaluate("window.__notReloaded") is True
+    # A step's node is a link to its run, reached with the keyboard.
+    page.get_by_role("link", name=re.compile(r"^Step load: succeeded")).focus()
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/runs/\d+$"))
+    expect(page.get_by_role("heading", name=re.compile(r"Run #\d+ wf-load"))).to_be_visible()
+
+
 def test_drain_and_resume_a_worker(context: BrowserContext, server: Server) -> None:
     page = sign_in(context, server)
     page.goto("/workers")
@@ -229,7 +279,14 @@ def test_every_page_passes_axe(context: BrowserContext, server: Server) -> None:
     axe = Axe()
     problems = {"/signin": _serious(axe.run(anonymous))}
     page = sign_in(context, server)
-    for path in (*PAGES[:-1], f"/runs/{run_id}", f"/jobs/default/{name}", "/runs/999999999"):
+    workflow_run_id = server.start_workflow("nightly-etl", {"extract_seconds": 0})
+    for path in (
+        *PAGES[:-1],
+        f"/runs/{run_id}",
+        f"/jobs/default/{name}",
+        "/runs/999999999",
+        f"/workflows/{workflow_run_id}",
+    ):
         page.goto(path)
         problems[path] = _serious(axe.run(page))
     assert {path: found for path, found in problems.items() if found} == {}

@@ -7,9 +7,10 @@ import time
 
 import httpx
 
+from rota.api.app import create_api
 from rota.dashboard.sessions import COOKIE, Session, encode, new_session, session_key
 from rota.domain.access import Principal, Scope
-from tests.api.conftest import ADMIN, SIGNING_KEY
+from tests.api.conftest import ADMIN, SIGNING_KEY, api_settings, make_rota_app, serving
 
 from .conftest import OPERATOR, VIEWER, SignedIn, bearer, csrf_of, sign_in, token
 
@@ -110,6 +111,30 @@ async def test_sign_out_ends_the_session(signed_in: SignedIn) -> None:
     assert (await client.get("/")).status_code == 303
     client.cookies.set(COOKIE, cookie)  # a copy kept of the cookie is refused too
     assert (await client.get("/")).status_code == 303
+
+
+async def test_sign_out_on_one_server_ends_the_session_on_another(
+    signed_in: SignedIn, db_url: str
+) -> None:
+    # Two servers on one database, as two `rota server` processes would be.
+    on_a = await signed_in()
+    other_app = make_rota_app(db_url)
+    try:
+        async with serving(create_api(other_app, api_settings())) as on_b:
+            cookie = on_a.cookies.get(COOKIE)
+            assert cookie is not None
+            on_b.cookies.set(COOKIE, cookie)
+            assert (await on_b.get("/runs")).status_code == 200  # the session holds on B
+            page = await on_a.get("/")
+            assert (await on_a.post("/signout", data={"csrf": csrf_of(page)})).status_code == 303
+            assert (await on_b.get("/runs")).status_code == 303  # and ends on B too
+            assert (
+                (await on_b.get("/runs", headers={"hx-request": "true"}))
+                .headers.get("hx-redirect", "")
+                .startswith("/signin")
+            )
+    finally:
+        other_app.close()
 
 
 async def test_revoking_the_api_key_ends_its_session(client: httpx.AsyncClient) -> None:

@@ -414,7 +414,9 @@ export interface paths {
         };
         /**
          * Run Logs
-         * @description The lines the handler logged through ``ctx.log``, in order.
+         * @description The lines the handler logged through ``ctx.log``, in order, including those of
+         *     an attempt still running (written every half second or so). With ``after``, only
+         *     the lines whose ``seq`` is greater: pass the last ``seq`` seen to tail the log.
          */
         get: operations["run_logs"];
         put?: never;
@@ -1327,6 +1329,8 @@ export interface components {
             level: string;
             /** Message */
             message: string;
+            /** Seq */
+            seq: number;
         };
         /**
          * MisfirePolicy
@@ -3881,7 +3885,9 @@ export interface operations {
     };
     run_logs: {
         parameters: {
-            query?: never;
+            query?: {
+                after?: number | null;
+            };
             header?: never;
             path: {
                 run_id: number;

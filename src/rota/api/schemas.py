@@ -347,6 +347,7 @@ class RunDetailOut(BaseModel):
 
 
 class LogLineOut(BaseModel):
+    seq: int  # the line's place in the run's log: ask for lines ``after`` it
     attempt: int
     at: datetime
     level: str
@@ -360,6 +361,7 @@ class LogLineOut(BaseModel):
         except ValueError:
             fields = {}
         return cls(
+            seq=line.seq or 0,
             attempt=line.attempt,
             at=line.at,
             level=line.level,

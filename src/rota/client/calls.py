@@ -276,8 +276,11 @@ def cancel_workflow_run(workflow_run_id: int) -> Call[JsonObject]:
     return dict(cancelled)
 
 
-def run_logs(run_id: int) -> Call[list[JsonObject]]:
-    logs = yield Request("GET", f"/api/v1/runs/{run_id}/logs", retryable=True)
+def run_logs(run_id: int, after: int | None = None) -> Call[list[JsonObject]]:
+    """The run's log lines in order; with ``after``, those whose ``seq`` is greater
+    (pass the last ``seq`` seen to tail a running attempt's log)."""
+    params: dict[str, Any] = {} if after is None else {"after": after}
+    logs = yield Request("GET", f"/api/v1/runs/{run_id}/logs", params=params, retryable=True)
     return list(logs["lines"])
 
 

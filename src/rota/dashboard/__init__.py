@@ -22,7 +22,7 @@ from rota.api.problems import ProblemException, status_of
 from rota.dashboard import actions, breakers, events, pages, reads, signin
 from rota.dashboard.feed import ChangeFeed
 from rota.dashboard.render import HERE, environment
-from rota.dashboard.sessions import COOKIE, SignedOut, decode, session_key
+from rota.dashboard.sessions import COOKIE, decode, session_key
 from rota.dashboard.web import DashboardContext, SignInRequired, dashboard, page
 from rota.errors import RotaError
 from rota.supervise import Restarts
@@ -39,6 +39,7 @@ SECTIONS = frozenset(
         "runs",
         "dlq",
         "jobs",
+        "workflows",
         "workers",
         "limits",
         "leader",
@@ -73,7 +74,6 @@ def mount(api: FastAPI, api_context: ApiContext, restarts: Restarts | None = Non
     context = DashboardContext(
         api=api_context,
         session_key=session_key(api_context.settings.key),
-        signed_out=SignedOut(),
         feed=ChangeFeed(signature, FEED_INTERVAL_SECONDS, restarts or Restarts()),
         templates=environment(),
         counts=counts,

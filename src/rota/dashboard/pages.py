@@ -12,9 +12,10 @@ from fastapi.responses import HTMLResponse
 from rota.dashboard import filters, reads
 from rota.dashboard.sessions import Session
 from rota.dashboard.web import dashboard, notice, page, viewer
+from rota.dashboard.workflow_graph import layout
 from rota.domain.states import RunState
 from rota.domain.values import MAX_ID
-from rota.errors import RunNotFound
+from rota.errors import InvalidArgument, RunNotFound, WorkflowRunNotFound
 
 router = APIRouter()
 Viewer = Annotated[Session, Depends(viewer)]
@@ -77,6 +78,47 @@ async def run(request: Request, run_id: str, session: Viewer) -> HTMLResponse:
     )
     notes = _notice(request)
     return page(request, "run.html", session, detail=detail, job=made_by, notice=notes, nav="runs")
+
+
+@router.get("/runs/{run_id}/logs", name="run_logs")
+async def run_logs(
+    request: Request, run_id: str, session: Viewer, after: str = "0", final: str = ""
+) -> HTMLResponse:
+    """The tail of a run's log: the lines after seq ``after`` (a fragment for htmx;
+    without JavaScript the run page itself shows every line)."""
+    context = dashboard(request)
+    if not after.isdigit() or int(after) > MAX_ID:
+        raise InvalidArgument("after", after, "a log line's seq (a whole number)")
+    seq = int(after)
+    run, lines = await reads.run_logs_after(
+        await context.store(), session.principal, run_id_of(run_id), seq
+    )
+    return page(
+        request,
+        "_log_lines.html",
+        session,
+        run=run,
+        lines=lines,
+        after=seq,
+        # A run that has ended is read once more (its last lines follow its outcome).
+        final=bool(final) or not run.state.is_terminal,
+    )
+
+
+@router.get("/workflows", name="workflow_runs")
+async def workflow_runs(request: Request, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    views = await reads.workflow_runs(await context.store(), session.principal)
+    return page(request, "workflows.html", session, views=views, nav="workflows")
+
+
+@router.get("/workflows/{workflow_run_id}", name="workflow_run")
+async def workflow_run(request: Request, workflow_run_id: str, session: Viewer) -> HTMLResponse:
+    context = dashboard(request)
+    if not workflow_run_id.isdigit() or not 1 <= int(workflow_run_id) <= MAX_ID:
+        raise WorkflowRunNotFound(workflow_run_id)  # type: ignore[arg-type]
+    view = await reads.workflow_run(await context.store(), session.principal, int(workflow_run_id))
+    return page(request, "workflow.html", session, view=view, graph=layout(view), nav="workflows")
 
 
 @router.get("/jobs", name="jobs")

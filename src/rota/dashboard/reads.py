@@ -10,19 +10,21 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from rota import schedules, services
+from rota import flows, schedules, services
+from rota.api.routes.workflows import STEP_NAMESPACE
 from rota.clock import Clock
 from rota.dashboard.shared import Shared
 from rota.domain.access import Principal
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
-from rota.domain.runs import Run
+from rota.domain.runs import LogLine, Run
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
 from rota.domain.stats import FinishedCount, QueueCount
 from rota.domain.triggers import fire_times
 from rota.domain.workers import WorkerInfo
-from rota.errors import JobNotFound
+from rota.domain.workflow_runs import WorkflowRunView
+from rota.errors import JobNotFound, WorkflowRunNotFound
 from rota.store.port import LeaderInfo, LeaderTerm, Store
 
 WINDOW = timedelta(hours=1)
@@ -187,6 +189,35 @@ async def run_detail(
     detail = await services.run_detail(store, run_id, principal.namespaces)
     job_id = detail.run.job_id
     return detail, (await store.get_job_by_id(job_id) if job_id is not None else None)
+
+
+async def run_logs_after(
+    store: Store, principal: Principal, run_id: int, after: int
+) -> tuple[Run, list[LogLine]]:
+    """The run (read first: lines written before it ended are in what follows) and its
+    log lines after seq ``after``."""
+    run = await services.get_run(store, run_id, principal.namespaces)
+    return run, await store.logs(run_id, after)
+
+
+# -- workflow runs --------------------------------------------------------------------
+WORKFLOW_RUNS_SHOWN = 50
+
+
+async def workflow_runs(store: Store, principal: Principal) -> list[WorkflowRunView]:
+    """The newest workflow runs with their derived state (one read of each: the list
+    is short). Steps run in the workflows' namespace: a viewer who cannot see it sees
+    none, as the API does."""
+    if not principal.can_see(STEP_NAMESPACE):
+        return []
+    rows = await flows.recent(store, None, WORKFLOW_RUNS_SHOWN)
+    return [await flows.show(store, int(row["id"])) for row in rows]
+
+
+async def workflow_run(store: Store, principal: Principal, workflow_run_id: int) -> WorkflowRunView:
+    if not principal.can_see(STEP_NAMESPACE):
+        raise WorkflowRunNotFound(workflow_run_id)
+    return await flows.show(store, workflow_run_id)
 
 
 # -- jobs ----------------------------------------------------------------------------

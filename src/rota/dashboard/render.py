@@ -26,6 +26,8 @@ STATE_SYMBOLS = {
     RunState.TIMED_OUT: "⌛",
     RunState.CANCELLED: "⊘",
     RunState.DEAD_LETTERED: "☠",
+    RunState.WAITING: "…",
+    RunState.SKIPPED: "⤼",
 }
 
 
@@ -91,4 +93,5 @@ def environment() -> Environment:
         escape=escape,
     )
     env.globals["states"] = list(RunState)
+    env.globals["symbols"] = {state.value: symbol for state, symbol in STATE_SYMBOLS.items()}
     return env

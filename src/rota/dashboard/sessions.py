@@ -6,8 +6,9 @@ the API does) and the cookie then carries the principal it proved, signed with a
 derived from the server's token signing key. So a cookie signed by another server (or
 after the key changed), altered, or past its expiry is refused, and the user signs in
 again. A session made with an API key also ends when that key is revoked (checked on
-every request). Sign-out forgets the session id in this process (ADR 0014 says why a
-copied cookie stays valid on *other* processes until it expires).
+every request). Sign-out writes the session id to the store until the cookie would
+have expired, and every server process refuses it from then on (one primary-key read
+per request).
 """
 
 from __future__ import annotations
@@ -101,25 +102,6 @@ def decode(cookie: str | None, key: bytes, now: datetime) -> Session | None:
     if session.expires_at <= now.timestamp():
         return None
     return session
-
-
-class SignedOut:
-    """Session ids signed out in this process, kept until they would have expired."""
-
-    def __init__(self) -> None:
-        self._until: dict[str, float] = {}
-
-    def add(self, session: Session, now: datetime) -> None:
-        self._forget_expired(now)
-        self._until[session.session_id] = session.expires_at
-
-    def __contains__(self, session_id: str) -> bool:
-        return session_id in self._until
-
-    def _forget_expired(self, now: datetime) -> None:
-        moment = now.timestamp()
-        for session_id in [s for s, until in self._until.items() if until <= moment]:
-            del self._until[session_id]
 
 
 def _sign(key: bytes, payload: str) -> str:

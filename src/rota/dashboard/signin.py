@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from datetime import UTC, datetime
 from typing import Annotated
 
 import jwt
@@ -97,7 +98,12 @@ async def signin(request: Request) -> Response:
 async def signout(request: Request, session: Annotated[Session, Depends(viewer)]) -> Response:
     await checked_form(request, session)
     context = dashboard(request)
-    context.signed_out.add(session, context.api.clock.now())
+    # Written to the store: every server process refuses this cookie from now on.
+    await (await context.store()).sign_out_session(
+        session.session_id,
+        datetime.fromtimestamp(session.expires_at, UTC),
+        context.api.clock.now(),
+    )
     response = RedirectResponse("/signin", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response

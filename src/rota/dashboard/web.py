@@ -16,7 +16,7 @@ from rota.api.context import ApiContext
 from rota.api.problems import ProblemException
 from rota.dashboard.feed import ChangeFeed
 from rota.dashboard.reads import ClusterCounts
-from rota.dashboard.sessions import COOKIE, Session, SignedOut, decode
+from rota.dashboard.sessions import COOKIE, Session, decode
 from rota.domain.access import Principal, Scope
 from rota.store.port import Store
 
@@ -33,7 +33,6 @@ MAX_FORM_VALUES = 600
 class DashboardContext:
     api: ApiContext
     session_key: bytes
-    signed_out: SignedOut
     feed: ChangeFeed
     templates: Environment
     counts: ClusterCounts
@@ -52,13 +51,16 @@ def dashboard(request: Request) -> DashboardContext:
 
 async def viewer(request: Request) -> Session:
     """The session the cookie proves; SignInRequired when there is none (missing,
-    forged, expired, signed out here, or its API key was revoked)."""
+    forged, expired, signed out on any server process, or its API key was revoked)."""
     context = dashboard(request)
     session = decode(request.cookies.get(COOKIE), context.session_key, context.api.clock.now())
-    if session is None or session.session_id in context.signed_out:
+    if session is None:
+        raise SignInRequired
+    store = await context.store()
+    if await store.session_signed_out(session.session_id):  # one primary-key read
         raise SignInRequired
     if session.api_key_id is not None:
-        key = await (await context.store()).get_api_key(session.api_key_id)
+        key = await store.get_api_key(session.api_key_id)
         if key is None or not key.active:
             raise SignInRequired
     request.state.principal = session.principal  # for the audit log, as the API does

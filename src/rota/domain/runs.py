@@ -301,6 +301,13 @@ class Run:
     trace_context: str | None = None
 
 
+# What one attempt may store through ctx.log (beyond it, lines are counted, not kept),
+# and how many lines one read returns (ten attempts at the cap).
+LOG_LINES_PER_ATTEMPT = 10_000
+LOG_BYTES_PER_ATTEMPT = 1_048_576
+LOG_READ_LIMIT = 100_000
+
+
 @dataclass(frozen=True)
 class LogLine:
     run_id: int
@@ -309,6 +316,9 @@ class LogLine:
     level: str
     message: str
     fields_json: str = "{}"
+    # Its place in the run's log, given by the store (None until stored): a reader
+    # that has seen up to ``seq`` asks for the lines after it.
+    seq: int | None = None
 
     def __post_init__(self) -> None:
         # What a handler logs is written as given, except what no store can hold.

@@ -9,7 +9,7 @@ tests.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -20,6 +20,7 @@ from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
 from rota.domain.runs import (
+    LOG_READ_LIMIT,
     Attempt,
     ClaimedRun,
     Enqueued,
@@ -33,7 +34,7 @@ from rota.domain.runs import (
     RunFilter,
 )
 from rota.domain.search import RunSearch
-from rota.domain.stats import FinishedCount, QueueCount
+from rota.domain.stats import FinishedCount, QueueCount, Recount
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import WorkflowDefinition
@@ -114,7 +115,9 @@ class Store(Protocol):
     async def release(self, leases: Sequence[Lease], now: datetime | None) -> set[int]:
         """Hand runs back (graceful shutdown) without spending an attempt."""
 
-    async def append_logs(self, lines: Sequence[LogLine]) -> None: ...
+    async def append_logs(self, lines: Sequence[LogLine], fences: Mapping[int, int]) -> int:
+        """Store the lines of runs whose fence (``fences[run_id]``) still holds, in
+        order; returns how many were stored (a stale attempt's lines are not)."""
 
     # -- housekeeping -------------------------------------------------------
     # Housekeeping is a leader duty: with ``leader_term`` set, the write happens only
@@ -134,7 +137,10 @@ class Store(Protocol):
 
     async def attempts(self, run_id: int) -> list[Attempt]: ...
 
-    async def logs(self, run_id: int) -> list[LogLine]: ...
+    async def logs(
+        self, run_id: int, after: int | None = None, limit: int = LOG_READ_LIMIT
+    ) -> list[LogLine]:
+        """The run's lines in order; with ``after``, only those whose seq is greater."""
 
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run: ...
 
@@ -307,7 +313,13 @@ class Store(Protocol):
 
     async def finished_counts(self, since: datetime, bucket_seconds: int) -> list[FinishedCount]:
         """Runs that finished at or after ``since``, counted per time bucket, namespace,
-        queue and final state."""
+        queue and final state. With whole-minute buckets, the minutes the leader has
+        counted (:meth:`count_finished_minutes`) are read from those counts; the answer
+        is the same either way."""
+
+    async def count_finished_minutes(self, now: datetime) -> Recount:
+        """The leader's duty: count the runs finished per minute up to a minute before
+        ``now`` (domain.stats.recount says which minutes); idempotent."""
 
     async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey: ...
 
@@ -317,6 +329,14 @@ class Store(Protocol):
 
     async def revoke_api_key(self, key_id: str, now: datetime | None) -> ApiKey | None:
         """Mark a key revoked (the first revocation's instant stands); None if unknown."""
+
+    async def sign_out_session(
+        self, session_id: str, expires_at: datetime, now: datetime | None
+    ) -> None:
+        """Refuse the dashboard session ``session_id`` everywhere until ``expires_at``
+        (and forget sessions signed out earlier that have expired by ``now``)."""
+
+    async def session_signed_out(self, session_id: str) -> bool: ...
 
     async def append_audit(self, entry: NewAuditEntry, now: datetime | None) -> int: ...
 

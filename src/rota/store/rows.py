@@ -73,6 +73,7 @@ def log_from_row(row: Mapping[str, Any], fields_json: str) -> LogLine:
         level=row["level"],
         message=row["message"],
         fields_json=fields_json,
+        seq=row["id"],
     )
 
 

@@ -177,10 +177,17 @@ async def get_run(run_id: RunId, principal: Reader, store: StoreDep) -> RunDetai
 
 
 @router.get("/{run_id}/logs", responses=responses(*AUTHENTICATED, 404))
-async def run_logs(run_id: RunId, principal: Reader, store: StoreDep) -> RunLogs:
-    """The lines the handler logged through ``ctx.log``, in order."""
-    detail = await services.run_detail(store, run_id, principal.namespaces)
-    return RunLogs(run_id=run_id, lines=[LogLineOut.of(line) for line in detail.logs])
+async def run_logs(
+    run_id: RunId,
+    principal: Reader,
+    store: StoreDep,
+    after: Annotated[int | None, Query(ge=0, le=MAX_ID)] = None,
+) -> RunLogs:
+    """The lines the handler logged through ``ctx.log``, in order, including those of
+    an attempt still running (written every half second or so). With ``after``, only
+    the lines whose ``seq`` is greater: pass the last ``seq`` seen to tail the log."""
+    lines = await services.run_logs(store, run_id, principal.namespaces, after)
+    return RunLogs(run_id=run_id, lines=[LogLineOut.of(line) for line in lines])
 
 
 @router.post("/{run_id}/cancel", responses=responses(*AUTHENTICATED, 404, 409))

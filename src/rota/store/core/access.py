@@ -1,4 +1,5 @@
-"""The one SQL store: what the HTTP API keeps (API keys, the audit log)."""
+"""The one SQL store: what the HTTP API keeps (API keys, the audit log) and the
+dashboard's signed-out sessions."""
 
 from __future__ import annotations
 
@@ -32,6 +33,17 @@ class CoreAccess(CoreBase):
     async def revoke_api_key(self, key_id: str, now: datetime | None) -> ApiKey | None:
         rows = await self._d.write("revoke_api_key", {"key_id": key_id}, now)
         return api_key_from_row(rows[0]) if rows else None
+
+    async def sign_out_session(
+        self, session_id: str, expires_at: datetime, now: datetime | None
+    ) -> None:
+        await self._d.write(
+            "sign_out_session", {"session_id": session_id, "expires_at": expires_at}, now
+        )
+        await self._d.write("prune_signed_out_sessions", {}, now)
+
+    async def session_signed_out(self, session_id: str) -> bool:
+        return bool(await self._d.rows("session_signed_out", {"session_id": session_id}))
 
     async def append_audit(self, entry: NewAuditEntry, now: datetime | None) -> int:
         [row] = await self._d.write("append_audit", audit_params(entry), now)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime
 
-from rota.domain.runs import Attempt, LogLine, Run, RunFilter
+from rota.domain.runs import LOG_READ_LIMIT, Attempt, LogLine, Run, RunFilter
 from rota.domain.search import RunSearch, like_pattern
-from rota.domain.stats import FinishedCount, QueueCount
+from rota.domain.states import RunState
+from rota.domain.stats import MINUTE, FinishedCount, QueueCount, Recount, minute_ceil, recount
 from rota.store.core.base import CoreBase
+from rota.store.dialect import Session
 from rota.store.rows import attempt_from_row, log_from_row, run_from_row
 from rota.store.stats_rows import finished_count_from_row, positive_bucket, queue_count_from_row
 
@@ -34,8 +37,10 @@ class CoreReads(CoreBase):
     async def attempts(self, run_id: int) -> list[Attempt]:
         return [attempt_from_row(row) for row in await self._d.rows("attempts", {"id": run_id})]
 
-    async def logs(self, run_id: int) -> list[LogLine]:
-        rows = await self._d.rows("logs", {"id": run_id})
+    async def logs(
+        self, run_id: int, after: int | None = None, limit: int = LOG_READ_LIMIT
+    ) -> list[LogLine]:
+        rows = await self._d.rows("logs", {"id": run_id, "after": after, "limit": limit})
         # PostgreSQL hands jsonb back decoded, SQLite as the stored text.
         return [
             log_from_row(row, f if isinstance(f := row["fields"], str) else json.dumps(f))
@@ -70,6 +75,55 @@ class CoreReads(CoreBase):
         return [queue_count_from_row(row) for row in rows]
 
     async def finished_counts(self, since: datetime, bucket_seconds: int) -> list[FinishedCount]:
-        params = {"since": since, "bucket": positive_bucket(bucket_seconds)}
+        bucket = positive_bucket(bucket_seconds)
+        counted = await self._d.rows("finished_counted_until", {})
+        whole = minute_ceil(since)
+        if (
+            not counted
+            or bucket % MINUTE
+            or not counted[0]["counted_from"] <= whole < counted[0]["counted_until"]
+        ):
+            return await self._finished_runs(since, None, bucket)  # no minutes to use
+        # The leader's per-minute counts, and the runs on either side of them: those of
+        # the part-minute before and of the minutes not counted yet.
+        until = counted[0]["counted_until"]
+        minutes = await self._d.rows(
+            "finished_minutes", {"since": whole, "until": until, "bucket": bucket}
+        )
+        sums: Counter[tuple[datetime, str, str, RunState]] = Counter()
+        parts = [finished_count_from_row(row) for row in minutes]
+        if since < whole:
+            parts += await self._finished_runs(since, whole, bucket)
+        parts += await self._finished_runs(until, None, bucket)
+        for c in parts:
+            sums[(c.bucket_start, c.namespace, c.queue, c.state)] += c.count
+        return [FinishedCount(*key, count) for key, count in sorted(sums.items())]
+
+    async def _finished_runs(
+        self, since: datetime, until: datetime | None, bucket: int
+    ) -> list[FinishedCount]:
+        params = {"since": since, "until": until, "bucket": bucket}
         rows = await self._d.rows("finished_counts", params)
         return [finished_count_from_row(row) for row in rows]
+
+    async def count_finished_minutes(self, now: datetime) -> Recount:
+        counted = await self._d.rows("finished_counted_until", {})
+        plan = recount(
+            now,
+            counted[0]["counted_from"] if counted else None,
+            counted[0]["counted_until"] if counted else None,
+        )
+        params = {
+            "start": plan.start,
+            "until": plan.until,
+            "keep_since": plan.keep_since,
+            "counted_from": plan.counted_from,
+        }
+
+        async def count(session: Session) -> None:
+            await session.rows("forget_finished_minutes", params)
+            await session.rows("count_finished_minutes", params)
+            await session.rows("set_finished_counted_until", params)
+
+        await self._d.in_transaction(now, count)
+        return plan

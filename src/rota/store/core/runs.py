@@ -136,12 +136,13 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
         rows = await self._d.batch("release", _lease_items(leases), shared, now)
         return {row["id"] for row in rows}
 
-    async def append_logs(self, lines: Sequence[LogLine]) -> None:
+    async def append_logs(self, lines: Sequence[LogLine], fences: Mapping[int, int]) -> int:
         if not lines:
-            return
+            return 0
         items = [
             {
                 "run_id": line.run_id,
+                "fence": fences[line.run_id],
                 "attempt": line.attempt,
                 "at": line.at,
                 "level": line.level,
@@ -150,7 +151,7 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
             }
             for line in lines
         ]
-        await self._d.batch("append_logs", items, {}, None)
+        return len(await self._d.batch("append_logs", items, {}, None))
 
     # -- steering ---------------------------------------------------------------
     async def request_cancel(self, run_id: int, now: datetime | None) -> Run:

@@ -35,6 +35,8 @@ INSTANT_COLUMNS = frozenset(
         "planning_retry_at",
         "oldest_due_at",
         "bucket_start",
+        "counted_from",
+        "counted_until",
         "revoked_at",
         "now",
         # webhooks

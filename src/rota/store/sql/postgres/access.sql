@@ -32,3 +32,17 @@ WHERE (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[])
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
 ORDER BY id DESC
 LIMIT %(limit)s;
+
+-- name: sign_out_session
+-- Kept until the cookie would have expired; signing out twice keeps the first row.
+INSERT INTO rota_signed_out_sessions (session_id, expires_at)
+VALUES (%(session_id)s, %(expires_at)s)
+ON CONFLICT (session_id) DO NOTHING;
+
+-- name: prune_signed_out_sessions
+-- A cookie past its expiry is refused by its signature check: its row is not needed.
+DELETE FROM rota_signed_out_sessions
+WHERE expires_at <= COALESCE(%(now)s::timestamptz, now());
+
+-- name: session_signed_out
+SELECT 1 AS found FROM rota_signed_out_sessions WHERE session_id = %(session_id)s;

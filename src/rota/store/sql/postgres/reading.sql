@@ -16,7 +16,11 @@ LIMIT %(limit)s;
 SELECT * FROM rota_attempts WHERE run_id = %(id)s ORDER BY fence;
 
 -- name: logs
-SELECT * FROM rota_run_logs WHERE run_id = %(id)s ORDER BY id;
+-- In the order written; a tail asks for the lines after the last it has seen.
+SELECT * FROM rota_run_logs
+WHERE run_id = %(id)s AND (%(after)s::bigint IS NULL OR id > %(after)s)
+ORDER BY id
+LIMIT %(limit)s;
 
 -- name: search_runs
 -- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL.
@@ -53,11 +57,47 @@ GROUP BY namespace, queue, state
 ORDER BY namespace, queue, state;
 
 -- name: finished_counts
--- Runs finished since %(since)s per epoch-aligned bucket (rota_runs_finished).
+-- Runs finished since %(since)s (and before %(until)s, if given) per epoch-aligned
+-- bucket (rota_runs_finished).
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s)
            AS bucket_start,
        namespace, queue, state, count(*) AS count
 FROM rota_runs
 WHERE finished_at IS NOT NULL AND finished_at >= %(since)s::timestamptz
+  AND (%(until)s::timestamptz IS NULL OR finished_at < %(until)s)
 GROUP BY 1, namespace, queue, state
 ORDER BY 1, namespace, queue, state;
+
+-- name: finished_counted_until
+-- How far the leader has counted finished runs per minute (no row: not yet).
+SELECT counted_from, counted_until FROM rota_finished_rollup WHERE id = 1;
+
+-- name: finished_minutes
+-- The per-minute counts from %(since)s to %(until)s, summed into epoch-aligned buckets.
+SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s)
+           AS bucket_start,
+       namespace, queue, state, sum(count) AS count
+FROM rota_finished_minutes
+WHERE minute >= %(since)s::timestamptz AND minute < %(until)s::timestamptz
+GROUP BY 1, namespace, queue, state;
+
+-- name: forget_finished_minutes
+-- Before the leader's recount of [start, until) (idempotent: overlapping leaders
+-- agree); minutes older than keep_since are dropped.
+DELETE FROM rota_finished_minutes
+WHERE minute >= %(start)s::timestamptz OR minute < %(keep_since)s::timestamptz;
+
+-- name: count_finished_minutes
+INSERT INTO rota_finished_minutes (minute, namespace, queue, state, count)
+SELECT to_timestamp(floor(extract(epoch FROM finished_at) / 60) * 60),
+       namespace, queue, state, count(*)
+FROM rota_runs
+WHERE finished_at IS NOT NULL AND finished_at >= %(start)s::timestamptz
+  AND finished_at < %(until)s::timestamptz
+GROUP BY 1, namespace, queue, state;
+
+-- name: set_finished_counted_until
+INSERT INTO rota_finished_rollup (id, counted_from, counted_until)
+VALUES (1, %(counted_from)s::timestamptz, %(until)s::timestamptz)
+ON CONFLICT (id) DO UPDATE
+SET counted_from = excluded.counted_from, counted_until = excluded.counted_until;

@@ -40,9 +40,17 @@ SELECT id, namespace, handler, idempotency_key FROM rota_runs
 WHERE idempotency_key = ANY(%(keys)s::text[]);
 
 -- name: append_logs
+-- Only under the attempt's fence: a worker that lost its lease stores nothing. The
+-- lines keep their order (ids are given in the SELECT's order).
 INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
-SELECT * FROM unnest(%(run_id)s::bigint[], %(attempt)s::integer[], %(at)s::timestamptz[],
-                     %(level)s::text[], %(message)s::text[], %(fields)s::jsonb[]);
+SELECT l.run_id, l.attempt, l.at, l.level, l.message, l.fields
+FROM unnest(%(run_id)s::bigint[], %(fence)s::bigint[], %(attempt)s::integer[],
+            %(at)s::timestamptz[], %(level)s::text[], %(message)s::text[],
+            %(fields)s::jsonb[])
+     WITH ORDINALITY AS l(run_id, fence, attempt, at, level, message, fields, n)
+WHERE EXISTS (SELECT 1 FROM rota_runs r WHERE r.id = l.run_id AND r.fence = l.fence)
+ORDER BY l.n
+RETURNING id;
 
 -- name: cancel_waiting
 UPDATE rota_runs

@@ -31,3 +31,16 @@ WHERE (:namespaces IS NULL OR namespace IN (SELECT value FROM json_each(:namespa
   AND (:before_id IS NULL OR id < :before_id)
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: sign_out_session
+-- Kept until the cookie would have expired; signing out twice keeps the first row.
+INSERT INTO rota_signed_out_sessions (session_id, expires_at)
+VALUES (:session_id, :expires_at)
+ON CONFLICT (session_id) DO NOTHING;
+
+-- name: prune_signed_out_sessions
+-- A cookie past its expiry is refused by its signature check: its row is not needed.
+DELETE FROM rota_signed_out_sessions WHERE expires_at <= :now;
+
+-- name: session_signed_out
+SELECT 1 AS found FROM rota_signed_out_sessions WHERE session_id = :session_id;

@@ -16,7 +16,11 @@ LIMIT :limit;
 SELECT * FROM rota_attempts WHERE run_id = :id ORDER BY fence;
 
 -- name: logs
-SELECT * FROM rota_run_logs WHERE run_id = :id ORDER BY id;
+-- In the order written; a tail asks for the lines after the last it has seen.
+SELECT * FROM rota_run_logs
+WHERE run_id = :id AND (:after IS NULL OR id > :after)
+ORDER BY id
+LIMIT :limit;
 
 -- name: search_runs
 -- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL; list
@@ -54,10 +58,42 @@ GROUP BY namespace, queue, state
 ORDER BY namespace, queue, state;
 
 -- name: finished_counts
--- Runs finished since :since per epoch-aligned bucket (rota_runs_finished).
+-- Runs finished since :since (and before :until, if given) per epoch-aligned bucket
+-- (rota_runs_finished).
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket AS bucket_start,
        namespace, queue, state, count(*) AS count
 FROM rota_runs
 WHERE finished_at IS NOT NULL AND finished_at >= :since
+  AND (:until IS NULL OR finished_at < :until)
 GROUP BY 1, namespace, queue, state
 ORDER BY 1, namespace, queue, state;
+
+-- name: finished_counted_until
+-- How far the leader has counted finished runs per minute (no row: not yet).
+SELECT counted_from, counted_until FROM rota_finished_rollup WHERE id = 1;
+
+-- name: finished_minutes
+-- The per-minute counts from :since to :until, summed into epoch-aligned buckets.
+SELECT CAST(minute / :bucket AS INTEGER) * :bucket AS bucket_start,
+       namespace, queue, state, sum(count) AS count
+FROM rota_finished_minutes
+WHERE minute >= :since AND minute < :until
+GROUP BY 1, namespace, queue, state;
+
+-- name: forget_finished_minutes
+-- Before the leader's recount of [:start, :until) (idempotent: overlapping leaders
+-- agree); minutes older than :keep_since are dropped.
+DELETE FROM rota_finished_minutes WHERE minute >= :start OR minute < :keep_since;
+
+-- name: count_finished_minutes
+INSERT INTO rota_finished_minutes (minute, namespace, queue, state, count)
+SELECT CAST(finished_at / 60 AS INTEGER) * 60, namespace, queue, state, count(*)
+FROM rota_runs
+WHERE finished_at IS NOT NULL AND finished_at >= :start AND finished_at < :until
+GROUP BY 1, namespace, queue, state;
+
+-- name: set_finished_counted_until
+INSERT INTO rota_finished_rollup (id, counted_from, counted_until)
+VALUES (1, :counted_from, :until)
+ON CONFLICT (id) DO UPDATE
+SET counted_from = excluded.counted_from, counted_until = excluded.counted_until;

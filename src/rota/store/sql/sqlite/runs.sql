@@ -28,8 +28,11 @@ SELECT id, namespace, handler, idempotency_key FROM rota_runs
 WHERE idempotency_key IN (SELECT value FROM json_each(:keys));
 
 -- name: append_logs
+-- Only under the attempt's fence: a worker that lost its lease stores nothing.
 INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
-VALUES (:run_id, :attempt, :at, :level, :message, :fields);
+SELECT :run_id, :attempt, :at, :level, :message, :fields
+WHERE EXISTS (SELECT 1 FROM rota_runs WHERE id = :run_id AND fence = :fence)
+RETURNING id;
 
 -- name: cancel_waiting
 UPDATE rota_runs

@@ -1,0 +1,26 @@
+-- rota schema version 12 (PostgreSQL): the dashboard's counts read cheaply at any size
+-- (DESIGN.md "The dashboard", ADR 0014).
+-- The state index also holds what the live counts read (namespace, queue, run_at): the
+-- same index, the same writes, wider entries; counting live runs is an index-only scan
+-- (of pages the visibility map marks all-visible).
+-- Finished runs are counted per minute by the leader (rota_finished_minutes, up to
+-- rota_finished_rollup.counted_until); a read of the last hour adds the few minutes
+-- since to those rows instead of grouping every run that finished in the hour.
+
+DROP INDEX rota_runs_state_id;
+CREATE INDEX rota_runs_state_id ON rota_runs (state, id) INCLUDE (namespace, queue, run_at);
+
+CREATE TABLE rota_finished_minutes (
+    minute     timestamptz NOT NULL,
+    namespace  text NOT NULL,
+    queue      text NOT NULL,
+    state      text NOT NULL,
+    count      bigint NOT NULL,
+    PRIMARY KEY (minute, namespace, queue, state)
+);
+
+CREATE TABLE rota_finished_rollup (
+    id             integer PRIMARY KEY CHECK (id = 1),
+    counted_from   timestamptz NOT NULL,  -- every minute from here to counted_until
+    counted_until  timestamptz NOT NULL
+);
