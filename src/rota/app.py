@@ -32,7 +32,7 @@ from rota.domain.retry import RetryPolicy
 from rota.domain.runs import NewRun, Run
 from rota.domain.workers import WorkerInfo
 from rota.domain.workflow_runs import WorkflowRunView
-from rota.domain.workflows import WorkflowDefinition
+from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
 from rota.errors import InvalidArgument, UnsupportedFeature
 from rota.handlers import HandlerFn, Registry, make_spec
 from rota.loop_stores import LoopStores
@@ -69,7 +69,6 @@ class App:
         self.registry = Registry()
         # One store per event loop (a psycopg pool belongs to its loop), and the sync door.
         self._stores = LoopStores(lambda: self.settings)
-        self._workflows: dict[str, WorkflowDefinition] = {}
 
     # -- handlers -----------------------------------------------------------
     def handler(
@@ -234,20 +233,35 @@ class App:
         return self._stores.use(services.replay, self.clock, run_id)
 
     # -- workflows (rota.flows) ------------------------------------------------
-    def workflow(self, flow: Workflow | WorkflowDefinition) -> WorkflowDefinition:
-        """Register a workflow definition (checked: cycles, handlers, names) so
-        :meth:`start_workflow` can start it by name. Register its handlers first."""
+    def workflow(
+        self, flow: Workflow | WorkflowDefinition, *, namespace: str = "default"
+    ) -> StoredWorkflow:
+        """Check a workflow definition (cycles, handlers, names, step options) and save
+        it in the database as (namespace, name), so any process can start it by name.
+        Saving it again replaces it (its version counts changes). Register its
+        handlers first."""
         definition = flow.definition() if isinstance(flow, Workflow) else flow
-        self._workflows[definition.name] = flows.checked(definition, self.registry)
-        return definition
+        return self._stores.use(flows.save, self.clock, self.registry, definition, namespace)
 
-    def start_workflow(self, name: str, payload: Any = None) -> int:
-        """Start a run of a registered workflow; returns the workflow run's id."""
-        return self._stores.call(lambda: self.start_workflow_async(name, payload))
+    def get_workflow(self, name: str, namespace: str = "default") -> StoredWorkflow:
+        """A saved workflow definition (WorkflowNotFound if there is none)."""
+        return self._stores.use(flows.get, namespace, name)
 
-    async def start_workflow_async(self, name: str, payload: Any = None) -> int:
+    def list_workflows(self, namespace: str | None = None) -> list[StoredWorkflow]:
+        """The saved workflow definitions (in one namespace, if given)."""
+        return self._stores.use(flows.definitions, namespace)
+
+    def start_workflow(self, name: str, payload: Any = None, *, namespace: str = "default") -> int:
+        """Start a run of a saved workflow; returns the workflow run's id."""
+        return self._stores.call(
+            lambda: self.start_workflow_async(name, payload, namespace=namespace)
+        )
+
+    async def start_workflow_async(
+        self, name: str, payload: Any = None, *, namespace: str = "default"
+    ) -> int:
         store = await self.store()
-        return await flows.start(store, self.clock, self.registry, self._workflows, name, payload)
+        return await flows.start(store, self.clock, self.registry, name, payload, namespace)
 
     def cancel_workflow(self, workflow_run_id: int) -> WorkflowRunView:
         """Cancel every unfinished step of a workflow run (running ones are asked to stop)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -98,6 +99,21 @@ class WorkflowDefinition:
         return {"name": self.name, "steps": [step.to_json() for step in self.steps]}
 
 
+@dataclass(frozen=True)
+class StoredWorkflow:
+    """A definition as saved in the database: any process can start it by name."""
+
+    namespace: str
+    definition: WorkflowDefinition
+    version: int  # 1, then one more each time the saved definition changes
+    created_at: datetime
+    updated_at: datetime  # when the definition last changed
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
 def _text(where: str, value: Any) -> str:
     if not isinstance(value, str):
         raise WorkflowInvalid(where, value, "a string")
@@ -122,9 +138,12 @@ def _step_from_json(index: int, raw: Any) -> StepSpec:
         allowed = "kind step|map, trigger " + "|".join(rule.value for rule in TriggerRule)
         chosen = {key: raw.get(key) for key in ("kind", "trigger")}
         raise WorkflowInvalid(where, chosen, allowed) from None
+    name = _text(f"{where}.name", raw.get("name"))
+    handler = raw.get("handler")
     return StepSpec(
-        name=_text(f"{where}.name", raw.get("name")),
-        handler=_text(f"{where}.handler", raw.get("handler")),
+        name=name,
+        # As in the library: a step calls the handler of its own name unless told.
+        handler=name if handler is None else _text(f"{where}.handler", handler),
         kind=kind,
         after=tuple(_text(f"{where}.after", parent) for parent in after),
         over=None if over is None else _text(f"{where}.over", over),
@@ -192,7 +211,7 @@ def check_definition(
         _check_step(step, names, handler_known)
     cycle = find_cycle({step.name: step.parents for step in definition.steps})
     if cycle is not None:
-        raise WorkflowInvalid("steps", " -> ".join(cycle), "no cycle (a workflow is a DAG)")
+        raise WorkflowInvalid("steps", " → ".join(cycle), "no cycle (a workflow is a DAG)")
 
 
 def _check_step(

@@ -160,12 +160,15 @@ class CoreWorkflows(CoreReads):
         payload_json: str,
         steps: Sequence[NewRun],
         now: datetime | None,
+        namespace: str = "default",
     ) -> int:
-        """Create a workflow run: its row, and one run per step (``steps`` in the order
-        of ``definition.steps``): steps with no parents Pending, the rest Waiting."""
+        """Create a workflow run in ``namespace``: its row, and one run per step
+        (``steps`` in the order of ``definition.steps``, in the same namespace): steps
+        with no parents Pending, the rest Waiting."""
 
         async def start(session: Session) -> int:
             params = {
+                "namespace": namespace,
                 "name": definition.name,
                 "definition": json.dumps(definition.to_json()),
                 "payload": payload_json,
@@ -241,8 +244,20 @@ class CoreWorkflows(CoreReads):
         steps = await self._d.rows("workflow_run_steps", {"id": workflow_run_id})
         return view_from_rows(row, definition_from_json(row["definition"]), steps)
 
-    async def list_workflow_runs(self, name: str | None, limit: int) -> list[Row]:
-        return await self._d.rows("workflow_runs_recent", {"name": name, "limit": limit})
+    async def list_workflow_runs(
+        self,
+        name: str | None,
+        limit: int,
+        namespace: str | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> list[Row]:
+        params = {
+            "name": name,
+            "limit": limit,
+            "namespace": namespace,
+            "namespaces": None if namespaces is None else sorted(namespaces),
+        }
+        return await self._d.rows("workflow_runs_recent", params)
 
 
 def _step_row(

@@ -5,8 +5,8 @@
 -- unfinished items in open_items.
 
 -- name: insert_workflow_run
-INSERT INTO rota_workflow_runs (name, definition, payload, created_at)
-VALUES (%(name)s, %(definition)s::jsonb, %(payload)s::jsonb,
+INSERT INTO rota_workflow_runs (namespace, name, definition, payload, created_at)
+VALUES (%(namespace)s, %(name)s, %(definition)s::jsonb, %(payload)s::jsonb,
         COALESCE(%(now)s::timestamptz, now()))
 RETURNING id;
 
@@ -117,8 +117,11 @@ WHERE workflow_run_id = %(workflow_run_id)s AND map_index IS NULL
 RETURNING id;
 
 -- name: workflow_runs_recent
-SELECT id, name, created_at, cancelled_at FROM rota_workflow_runs
+-- %(namespaces)s is the caller's reach (NULL: every namespace).
+SELECT id, namespace, name, created_at, cancelled_at FROM rota_workflow_runs
 WHERE name = COALESCE(%(name)s::text, name)
+  AND namespace = COALESCE(%(namespace)s::text, namespace)
+  AND (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
 ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: workflow_run_steps
@@ -144,5 +147,5 @@ ORDER BY j.idx
 RETURNING id;
 
 -- name: workflow_runs_by_id
-SELECT id, name, definition, payload, created_at, cancelled_at FROM rota_workflow_runs
-WHERE id = %(id)s;
+SELECT id, namespace, name, definition, payload, created_at, cancelled_at
+FROM rota_workflow_runs WHERE id = %(id)s;

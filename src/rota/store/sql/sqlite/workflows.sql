@@ -5,8 +5,8 @@
 -- unfinished items in open_items.
 
 -- name: insert_workflow_run
-INSERT INTO rota_workflow_runs (name, definition, payload, created_at)
-VALUES (:name, :definition, :payload, :now)
+INSERT INTO rota_workflow_runs (namespace, name, definition, payload, created_at)
+VALUES (:namespace, :name, :definition, :payload, :now)
 RETURNING id;
 
 -- name: insert_steps
@@ -95,8 +95,10 @@ WHERE workflow_run_id = :workflow_run_id AND map_index IS NULL
 RETURNING id;
 
 -- name: workflow_runs_recent
-SELECT id, name, created_at, cancelled_at FROM rota_workflow_runs
-WHERE name = COALESCE(:name, name)
+-- :namespaces is the caller's reach (NULL: every namespace).
+SELECT id, namespace, name, created_at, cancelled_at FROM rota_workflow_runs
+WHERE name = COALESCE(:name, name) AND namespace = COALESCE(:namespace, namespace)
+  AND (:namespaces IS NULL OR namespace IN (SELECT value FROM json_each(:namespaces)))
 ORDER BY id DESC LIMIT :limit;
 
 -- name: workflow_run_steps
@@ -120,5 +122,5 @@ ORDER BY j.key
 RETURNING id;
 
 -- name: workflow_runs_by_id
-SELECT id, name, definition, payload, created_at, cancelled_at FROM rota_workflow_runs
-WHERE id = :id;
+SELECT id, namespace, name, definition, payload, created_at, cancelled_at
+FROM rota_workflow_runs WHERE id = :id;
