@@ -240,8 +240,14 @@ class App:
         it in the database as (namespace, name), so any process can start it by name.
         Saving it again replaces it (its version counts changes). Register its
         handlers first."""
+        return self._stores.call(lambda: self.workflow_async(flow, namespace=namespace))
+
+    async def workflow_async(
+        self, flow: Workflow | WorkflowDefinition, *, namespace: str = "default"
+    ) -> StoredWorkflow:
         definition = flow.definition() if isinstance(flow, Workflow) else flow
-        return self._stores.use(flows.save, self.clock, self.registry, definition, namespace)
+        store = await self.store()
+        return await flows.save(store, self.clock, self.registry, definition, namespace)
 
     def get_workflow(self, name: str, namespace: str = "default") -> StoredWorkflow:
         """A saved workflow definition (WorkflowNotFound if there is none)."""

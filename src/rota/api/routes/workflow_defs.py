@@ -1,0 +1,88 @@
+"""Workflow definitions: save (checked as the library checks them), list, show, and
+start a run of one by name. Namespaces and scopes as for jobs: reading needs
+jobs:read, saving jobs:manage, starting jobs:trigger."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, Request
+
+from rota import flows
+from rota.api.auth import Manager, Reader, Trigger
+from rota.api.context import Context, StoreDep, audit_target
+from rota.api.problems import AUTHENTICATED, responses
+from rota.api.schemas import Name
+from rota.api.workflow_schemas import (
+    WorkflowCreate,
+    WorkflowList,
+    WorkflowOut,
+    WorkflowRunStarted,
+    WorkflowStart,
+)
+from rota.domain.access import Principal
+from rota.domain.workflows import definition_from_json
+from rota.errors import WorkflowNotFound
+
+router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
+NamespaceQuery = Annotated[Name, Query(description="The workflow's namespace.")]
+
+
+def _visible(principal: Principal, namespace: str, name: str) -> None:
+    if not principal.can_see(namespace):
+        raise WorkflowNotFound(namespace, name)
+
+
+@router.post("", responses=responses(*AUTHENTICATED, 404, 422))
+async def save_workflow(
+    request: Request, principal: Manager, context: Context, store: StoreDep, body: WorkflowCreate
+) -> WorkflowOut:
+    """Save a workflow definition, checked first: a cycle (named), an unknown parent or
+    handler, a repeated step name, a map without ``over``, an unknown option or a bad
+    option value is refused (422) and nothing is written. A name taken in its
+    namespace is replaced; ``version`` counts the changes."""
+    audit_target(request, f"workflow {body.namespace}/{body.name}", body.namespace)
+    _visible(principal, body.namespace, body.name)
+    raw = body.model_dump(exclude={"namespace"})
+    raw["steps"] = [{k: v for k, v in s.items() if v is not None} for s in raw["steps"]]
+    definition = definition_from_json(raw)
+    registry = context.rota_app.registry
+    return WorkflowOut.of(
+        await flows.save(store, context.clock, registry, definition, body.namespace)
+    )
+
+
+@router.get("", responses=responses(*AUTHENTICATED))
+async def list_workflows(
+    principal: Reader, store: StoreDep, namespace: Annotated[Name | None, Query()] = None
+) -> WorkflowList:
+    """Every saved definition the caller can see (in one namespace, if given)."""
+    found = await flows.definitions(store, namespace, principal.namespaces)
+    return WorkflowList(items=[WorkflowOut.of(stored) for stored in found])
+
+
+@router.get("/{name}", responses=responses(*AUTHENTICATED, 404))
+async def get_workflow(
+    name: Name, principal: Reader, store: StoreDep, namespace: NamespaceQuery = "default"
+) -> WorkflowOut:
+    """One saved definition, with its version."""
+    return WorkflowOut.of(await flows.get(store, namespace, name, principal.namespaces))
+
+
+@router.post("/{name}/runs", status_code=202, responses=responses(*AUTHENTICATED, 404, 422))
+async def start_workflow(
+    request: Request,
+    name: Name,
+    principal: Trigger,
+    context: Context,
+    store: StoreDep,
+    body: Annotated[WorkflowStart | None, Body()] = None,
+    namespace: NamespaceQuery = "default",
+) -> WorkflowRunStarted:
+    """Start a run of the saved workflow; its steps run in the workflow's namespace."""
+    audit_target(request, f"workflow {namespace}/{name}", namespace)
+    _visible(principal, namespace, name)
+    payload = body.payload if body is not None else None
+    registry = context.rota_app.registry
+    workflow_run_id = await flows.start(store, context.clock, registry, name, payload, namespace)
+    return WorkflowRunStarted(workflow_run_id=workflow_run_id)
