@@ -197,6 +197,9 @@ def check_definition(
 ) -> None:
     """Refuse a definition that cannot run, naming what is wrong."""
     check_name("workflow", definition.name)
+    if definition.name.isdigit():
+        # `rota workflows show 42` means workflow run 42: a name is never only digits.
+        raise WorkflowInvalid("workflow", definition.name, "a name that is not only digits")
     if not definition.steps:
         raise WorkflowInvalid("steps", [], "at least one step")
     if len(definition.steps) > MAX_STEPS:
