@@ -12,7 +12,7 @@ from collections.abc import Collection
 from typing import Any
 
 from rota.clock import Clock
-from rota.domain.runs import NewRun, check_name
+from rota.domain.runs import NewRun, check_idempotency_key, check_name
 from rota.domain.values import check_id, encode_json
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition, check_definition
@@ -87,16 +87,19 @@ async def start(
     name: str,
     payload: Any = None,
     namespace: str = "default",
+    idempotency_key: str | None = None,
 ) -> int:
     """Start a run of the saved workflow (namespace, name) with ``payload``; its id.
     The one way every starter starts a workflow (the library, the API, the CLI,
     schedules, event subscriptions): the steps take their defaults from ``registry``,
-    so its process must know the workflow's handlers."""
+    so its process must know the workflow's handlers. A starter that may run twice
+    passes an ``idempotency_key``: a repeated key returns the first run's id."""
+    check_idempotency_key(idempotency_key)
     stored = await get(store, namespace, name)
     payload_json = encode_json("payload", payload)
     runs = step_runs(registry, stored.definition, payload, namespace)
     return await store.start_workflow_run(
-        stored.definition, payload_json, runs, clock.db_now(), namespace
+        stored.definition, payload_json, runs, clock.db_now(), namespace, idempotency_key
     )
 
 

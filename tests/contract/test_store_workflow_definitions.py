@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rota.domain.runs import RunFilter
 from rota.domain.workflows import StepKind, StepSpec, WorkflowDefinition
 from rota.store.port import Store
 
@@ -65,3 +66,26 @@ async def test_a_workflow_run_and_its_steps_carry_its_namespace(store: Store) ->
     assert ids(await store.list_workflow_runs(None, 10, None, ["team-a", "x"])) == [in_a]
     assert ids(await store.list_workflow_runs(None, 10, None, ["x"])) == []
     assert ids(await store.list_workflow_runs("etl", 10, "default", None)) == [in_default]
+
+
+async def test_a_repeated_idempotency_key_starts_one_workflow_run(store: Store) -> None:
+    definition = _definition()
+    first = await store.start_workflow_run(
+        definition, "{}", [new_run(), new_run()], T0, "default", "slot-1"
+    )
+    again = await store.start_workflow_run(
+        definition, "{}", [new_run(), new_run()], T0, "default", "slot-1"
+    )
+    other = await store.start_workflow_run(
+        definition, "{}", [new_run(), new_run()], T0, "default", "slot-2"
+    )
+    elsewhere = await store.start_workflow_run(
+        definition, "{}", [new_run(), new_run()], T0, "team-a", "slot-1"
+    )
+    assert again == first
+    assert len({first, other, elsewhere}) == 3
+    runs = await store.list_workflow_runs(None, 10)
+    assert sorted(row["id"] for row in runs) == sorted({first, other, elsewhere})
+    view = await store.workflow_run(first)
+    assert len(view.steps) == 2, "the repeat added no steps"
+    assert len(await store.list_runs(RunFilter(limit=100))) == 6

@@ -148,7 +148,9 @@ class Store(Protocol):
         steps: Sequence[NewRun],
         now: datetime | None,
         namespace: str = "default",
-    ) -> int: ...
+        idempotency_key: str | None = None,
+    ) -> int:
+        """A new workflow run's id (the first one's, for a repeated idempotency key)."""
 
     async def cancel_workflow_run(self, workflow_run_id: int, now: datetime | None) -> None: ...
 

@@ -161,10 +161,12 @@ class CoreWorkflows(CoreReads):
         steps: Sequence[NewRun],
         now: datetime | None,
         namespace: str = "default",
+        idempotency_key: str | None = None,
     ) -> int:
         """Create a workflow run in ``namespace``: its row, and one run per step
         (``steps`` in the order of ``definition.steps``, in the same namespace): steps
-        with no parents Pending, the rest Waiting."""
+        with no parents Pending, the rest Waiting. A repeated ``idempotency_key`` (per
+        namespace and workflow) creates nothing and returns the first one's id."""
 
         async def start(session: Session) -> int:
             params = {
@@ -172,15 +174,20 @@ class CoreWorkflows(CoreReads):
                 "name": definition.name,
                 "definition": json.dumps(definition.to_json()),
                 "payload": payload_json,
+                "idempotency_key": idempotency_key,
             }
-            [row] = await session.rows("insert_workflow_run", params)
+            inserted = await session.rows("insert_workflow_run", params)
+            if not inserted:
+                [first] = await session.rows("workflow_run_by_key", params)
+                return int(first["id"])
+            workflow_run_id = int(inserted[0]["id"])
             workflow_payload = json.loads(payload_json)
             items = [
-                _step_row(run, spec, row["id"], workflow_payload)
+                _step_row(run, spec, workflow_run_id, workflow_payload)
                 for spec, run in zip(definition.steps, steps, strict=True)
             ]
             await session.batch("insert_steps", items, {"aging_seconds": self.aging_seconds})
-            return int(row["id"])
+            return workflow_run_id
 
         return await self._d.in_transaction(now, start)
 

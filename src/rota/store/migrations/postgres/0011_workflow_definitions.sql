@@ -15,3 +15,10 @@ CREATE TABLE rota_workflows (
 
 -- Every workflow run so far ran its steps in the default namespace.
 ALTER TABLE rota_workflow_runs ADD COLUMN namespace text NOT NULL DEFAULT 'default';
+
+-- A starter that may run twice (a schedule's starting run retried after a crash, an
+-- event delivered again) names its start: the same key starts one workflow run.
+ALTER TABLE rota_workflow_runs ADD COLUMN idempotency_key text;
+CREATE UNIQUE INDEX rota_workflow_runs_idempotency
+    ON rota_workflow_runs (namespace, name, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;

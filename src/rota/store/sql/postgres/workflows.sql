@@ -5,10 +5,19 @@
 -- unfinished items in open_items.
 
 -- name: insert_workflow_run
-INSERT INTO rota_workflow_runs (namespace, name, definition, payload, created_at)
+-- A repeated idempotency key inserts nothing (workflow_run_by_key finds the first).
+INSERT INTO rota_workflow_runs (namespace, name, definition, payload, created_at,
+                                idempotency_key)
 VALUES (%(namespace)s, %(name)s, %(definition)s::jsonb, %(payload)s::jsonb,
-        COALESCE(%(now)s::timestamptz, now()))
+        COALESCE(%(now)s::timestamptz, now()), %(idempotency_key)s)
+ON CONFLICT (namespace, name, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
 RETURNING id;
+
+-- name: workflow_run_by_key
+SELECT id FROM rota_workflow_runs
+WHERE namespace = %(namespace)s AND name = %(name)s
+  AND idempotency_key = %(idempotency_key)s;
 
 -- name: insert_steps
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,

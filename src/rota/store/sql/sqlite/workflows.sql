@@ -5,9 +5,17 @@
 -- unfinished items in open_items.
 
 -- name: insert_workflow_run
-INSERT INTO rota_workflow_runs (namespace, name, definition, payload, created_at)
-VALUES (:namespace, :name, :definition, :payload, :now)
+-- A repeated idempotency key inserts nothing (workflow_run_by_key finds the first).
+INSERT INTO rota_workflow_runs (namespace, name, definition, payload, created_at,
+                                idempotency_key)
+VALUES (:namespace, :name, :definition, :payload, :now, :idempotency_key)
+ON CONFLICT (namespace, name, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
 RETURNING id;
+
+-- name: workflow_run_by_key
+SELECT id FROM rota_workflow_runs
+WHERE namespace = :namespace AND name = :name AND idempotency_key = :idempotency_key;
 
 -- name: insert_steps
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
