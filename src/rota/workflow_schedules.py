@@ -125,6 +125,15 @@ async def schedule_of(store: Store, namespace: str, workflow: str) -> Job | None
     return await store.get_job(namespace, job_name(workflow))
 
 
+async def schedules_of(store: Store, namespace: str | None) -> dict[tuple[str, str], Job]:
+    """Every workflow schedule (in ``namespace``, if given) by (namespace, workflow)."""
+    return {
+        (job.spec.namespace, job.spec.name.removeprefix(JOB_PREFIX)): job
+        for job in await store.list_jobs(namespace)
+        if job.spec.handler == STARTER and job.spec.name.startswith(JOB_PREFIX)
+    }
+
+
 def _requested(payload: Any) -> tuple[str, Any]:
     if not isinstance(payload, Mapping) or not isinstance(payload.get("workflow"), str):
         raise InvalidArgument("payload", payload, '{"workflow": name, "payload": value}')

@@ -161,3 +161,34 @@ async def test_namespaces_and_scopes_as_for_jobs(rota_app: rota.App, client, aut
     assert runs_b.json()["items"] == []
     runs_a = await client.get("/api/v1/workflow-runs?namespace=team-a", headers=reader_a)
     assert [r["id"] for r in runs_a.json()["items"]] == [workflow_run_id]
+
+
+async def test_a_workflow_schedule_over_the_api(client, admin):
+    scheduled = {
+        **DEFINITION,
+        "schedule": {"cron": "0 2 * * *", "timezone": "Europe/Berlin", "payload": {"a": 1}},
+    }
+    saved = await client.post("/api/v1/workflows", json=scheduled, headers=admin)
+    assert saved.status_code == 200, saved.text
+    job = saved.json()["schedule"]
+    assert (job["name"], job["handler"], job["cron"]) == (
+        "workflow:nightly-etl",
+        "rota.start-workflow",
+        "0 2 * * *",
+    )
+    assert job["payload"] == {"workflow": "nightly-etl", "payload": {"a": 1}}
+    listed = await client.get("/api/v1/workflows", headers=admin)
+    assert listed.json()["items"][0]["schedule"]["next_fire_at"] == job["next_fire_at"]
+    jobs = await client.get("/api/v1/jobs", headers=admin)
+    assert [j["name"] for j in jobs.json()["items"]] == ["workflow:nightly-etl"]
+
+    bad = {**DEFINITION, "name": "other", "schedule": {"cron": "0 2 * * *", "timezone": "X/Y"}}
+    refused = await client.post("/api/v1/workflows", json=bad, headers=admin)
+    assert refused.status_code == 422
+    assert "X/Y" in refused.json()["detail"]
+    missing = await client.get("/api/v1/workflows/other", headers=admin)
+    assert missing.status_code == 404, "nothing written"
+
+    manual = await client.post("/api/v1/workflows", json=DEFINITION, headers=admin)
+    assert manual.json()["schedule"] is None
+    assert (await client.get("/api/v1/jobs", headers=admin)).json()["items"] == []

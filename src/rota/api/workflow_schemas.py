@@ -10,8 +10,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from rota.api.schemas import Name, Request
+from rota.api.schemas import Instant, JobOut, Name, Request, Seconds
+from rota.domain.jobs import Job
+from rota.domain.misfire import MisfirePolicy
 from rota.domain.workflows import MAX_STEPS, StoredWorkflow
+from rota.workflow_schedules import WorkflowSchedule
 
 
 class WorkflowStepIn(Request):
@@ -26,6 +29,42 @@ class WorkflowStepIn(Request):
     options: dict[str, JsonValue] = Field(
         default_factory=dict, description="queue, priority, max_attempts, timeout, tags"
     )
+
+
+class WorkflowScheduleIn(Request):
+    """When the workflow starts by itself: one of ``cron`` (in ``timezone``),
+    ``interval_seconds`` or ``at`` (once). The leader's planner starts exactly one
+    workflow run per slot, with ``payload``; the schedule is the job
+    ``workflow:<name>`` (pause, resume and list it like any job)."""
+
+    cron: str | None = Field(default=None, max_length=200, examples=["0 2 * * *"])
+    interval_seconds: Seconds | None = None
+    at: Instant | None = None
+    timezone: str = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
+    misfire: MisfirePolicy = MisfirePolicy.FIRE_NOW
+    catch_up_window_seconds: Annotated[float, Field(ge=0, le=10 * 365 * 24 * 3600)] = 3600.0
+    jitter_seconds: Annotated[float, Field(ge=0, le=24 * 3600)] = 0.0
+    queue: Name | None = Field(default=None, description="The starting run's queue.")
+    payload: JsonValue = None
+
+    def schedule(self) -> WorkflowSchedule:
+        return WorkflowSchedule(
+            cron=self.cron,
+            interval=self.interval_seconds,
+            at=self.at,
+            timezone=self.timezone,
+            misfire=self.misfire.value,
+            payload=self.payload,
+            options=_given(
+                catch_up_window=self.catch_up_window_seconds,
+                jitter=self.jitter_seconds,
+                queue=self.queue,
+            ),
+        )
+
+
+def _given(**options: Any) -> dict[str, Any]:
+    return {key: value for key, value in options.items() if value is not None}
 
 
 class WorkflowCreate(Request):
@@ -51,6 +90,9 @@ class WorkflowCreate(Request):
     name: str
     namespace: Name = "default"
     steps: Annotated[list[WorkflowStepIn], Field(max_length=MAX_STEPS)]
+    schedule: WorkflowScheduleIn | None = Field(
+        default=None, description="None: manual (a schedule saved before is removed)."
+    )
 
 
 class WorkflowOut(BaseModel):
@@ -60,10 +102,12 @@ class WorkflowOut(BaseModel):
     created_at: datetime
     updated_at: datetime
     steps: list[dict[str, Any]]
+    schedule: JobOut | None = Field(description="Its schedule's job, if it has one.")
 
     @classmethod
-    def of(cls, stored: StoredWorkflow) -> WorkflowOut:
+    def of(cls, stored: StoredWorkflow, schedule: Job | None) -> WorkflowOut:
         return cls(
+            schedule=None if schedule is None else JobOut.of(schedule),
             namespace=stored.namespace,
             name=stored.name,
             version=stored.version,

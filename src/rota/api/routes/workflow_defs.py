@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request
 
-from rota import flows
+from rota import flows, workflow_schedules
 from rota.api.auth import Manager, Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
@@ -37,19 +37,23 @@ def _visible(principal: Principal, namespace: str, name: str) -> None:
 async def save_workflow(
     request: Request, principal: Manager, context: Context, store: StoreDep, body: WorkflowCreate
 ) -> WorkflowOut:
-    """Save a workflow definition, checked first: a cycle (named), an unknown parent or
-    handler, a repeated step name, a map without ``over``, an unknown option or a bad
-    option value is refused (422) and nothing is written. A name taken in its
-    namespace is replaced; ``version`` counts the changes."""
+    """Save a workflow definition (and its ``schedule``, if any), checked first: a
+    cycle (named), an unknown parent or handler, a repeated step name, a map without
+    ``over``, an unknown option, a bad option value or a bad schedule is refused (422)
+    and nothing is written. A name taken in its namespace is replaced; ``version``
+    counts the changes."""
     audit_target(request, f"workflow {body.namespace}/{body.name}", body.namespace)
     _visible(principal, body.namespace, body.name)
     raw = body.model_dump(exclude={"namespace"})
     raw["steps"] = [{k: v for k, v in s.items() if v is not None} for s in raw["steps"]]
+    raw.pop("schedule")
     definition = definition_from_json(raw)
     registry = context.rota_app.registry
-    return WorkflowOut.of(
-        await flows.save(store, context.clock, registry, definition, body.namespace)
+    schedule = None if body.schedule is None else body.schedule.schedule()
+    stored, job = await workflow_schedules.save(
+        store, context.clock, registry, definition, body.namespace, schedule
     )
+    return WorkflowOut.of(stored, job)
 
 
 @router.get("", responses=responses(*AUTHENTICATED))
@@ -58,7 +62,12 @@ async def list_workflows(
 ) -> WorkflowList:
     """Every saved definition the caller can see (in one namespace, if given)."""
     found = await flows.definitions(store, namespace, principal.namespaces)
-    return WorkflowList(items=[WorkflowOut.of(stored) for stored in found])
+    jobs = await workflow_schedules.schedules_of(store, namespace)
+    return WorkflowList(
+        items=[
+            WorkflowOut.of(stored, jobs.get((stored.namespace, stored.name))) for stored in found
+        ]
+    )
 
 
 @router.get("/{name}", responses=responses(*AUTHENTICATED, 404))
@@ -66,7 +75,8 @@ async def get_workflow(
     name: Name, principal: Reader, store: StoreDep, namespace: NamespaceQuery = "default"
 ) -> WorkflowOut:
     """One saved definition, with its version."""
-    return WorkflowOut.of(await flows.get(store, namespace, name, principal.namespaces))
+    stored = await flows.get(store, namespace, name, principal.namespaces)
+    return WorkflowOut.of(stored, await workflow_schedules.schedule_of(store, namespace, name))
 
 
 @router.post("/{name}/runs", status_code=202, responses=responses(*AUTHENTICATED, 404, 422))
