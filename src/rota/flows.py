@@ -96,6 +96,7 @@ async def start(
     passes an ``idempotency_key``: a repeated key returns the first run's id."""
     check_idempotency_key(idempotency_key)
     stored = await get(store, namespace, name)
+    payload = stored.definition.payload_of(payload)
     payload_json = encode_json("payload", payload)
     runs = step_runs(registry, stored.definition, payload, namespace)
     return await store.start_workflow_run(

@@ -109,6 +109,8 @@ async def save(
     schedule = schedule or WorkflowSchedule()
     spec = None if schedule.manual else _job_spec(registry, namespace, definition.name, schedule)
     flows.checked(definition, registry)
+    if spec is not None:
+        definition.payload_of(schedule.payload)  # each slot's values fit the parameters
     if spec is not None and spec.kind is TriggerKind.ONCE and spec.at is not None:
         now = await store.now(clock.db_now())
         if spec.at <= now:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import rota
+from rota.domain.runs import RunFilter
 
 DEFINITION: dict[str, Any] = {
     "name": "nightly-etl",
@@ -192,3 +193,43 @@ async def test_a_workflow_schedule_over_the_api(client, admin):
     manual = await client.post("/api/v1/workflows", json=DEFINITION, headers=admin)
     assert manual.json()["schedule"] is None
     assert (await client.get("/api/v1/jobs", headers=admin)).json()["items"] == []
+
+
+async def test_a_workflow_template_checks_and_fills_its_parameters(
+    rota_app: rota.App, client, admin
+):
+    template = {
+        **DEFINITION,
+        "parameters": {
+            "type": "object",
+            "properties": {"day": {"type": "string"}, "rows": {"type": "integer", "default": 10}},
+            "required": ["day"],
+        },
+    }
+    saved = await client.post("/api/v1/workflows", json=template, headers=admin)
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["parameters"]["required"] == ["day"]
+    path = "/api/v1/workflows/nightly-etl/runs"
+    missing = await client.post(path, json={"payload": {"rows": 5}}, headers=admin)
+    assert missing.status_code == 422
+    assert "parameter 'day'" in missing.json()["detail"]
+    wrong = await client.post(path, json={"payload": {"day": 3}}, headers=admin)
+    assert wrong.status_code == 422
+    assert "parameter 'day': expected type string" in wrong.json()["detail"]
+    runs = await client.get("/api/v1/workflow-runs", headers=admin)
+    assert runs.json()["items"] == [], "nothing written"
+
+    started = await client.post(path, json={"payload": {"day": "d"}}, headers=admin)
+    assert started.status_code == 202, started.text
+    store = await rota_app.store()
+    steps = await store.list_runs(RunFilter(limit=10))
+    assert [step.payload for step in steps] == [{"day": "d", "rows": 10}] * 3
+
+    bad_schema = {**DEFINITION, "name": "other", "parameters": {"type": "string"}}
+    refused = await client.post("/api/v1/workflows", json=bad_schema, headers=admin)
+    assert refused.status_code == 422
+    assert "parameters" in refused.json()["detail"]
+    bad_slot = {**template, "name": "other", "schedule": {"cron": "0 2 * * *"}}
+    refused = await client.post("/api/v1/workflows", json=bad_slot, headers=admin)
+    assert refused.status_code == 422, "each slot's payload (none) lacks the day"
+    assert "parameter 'day'" in refused.json()["detail"]

@@ -122,3 +122,24 @@ def test_a_bad_schedule_writes_nothing(make_app, schedule: dict[str, Any], named
         app.workflow(flow, **schedule)
     assert app.list_workflows() == []
     assert app.list_schedules() == []
+
+
+def test_a_template_start_missing_a_parameter_writes_nothing(make_app):
+    app = make_app(clock=rota.FakeClock(T0))
+
+    @app.handler("extract")
+    def extract(ctx: rota.RunContext, payload: Any) -> None:
+        return None
+
+    schema = {"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]}
+    flow = rota.Workflow("nightly", parameters=schema)
+    flow.step("extract")
+    assert app.workflow(flow).definition.parameters == schema
+    with pytest.raises(InvalidArgument, match="invalid parameter 'day': expected a value"):
+        app.start_workflow("nightly", {})
+    assert app.list_runs() == []
+    with pytest.raises(InvalidArgument, match="parameter 'day'"):
+        app.workflow(flow, interval=60, payload={"day": 1})
+    assert app.list_schedules() == []
+    workflow_run_id = app.start_workflow("nightly", {"day": "d"})
+    assert app.workflow_run(workflow_run_id).name == "nightly"

@@ -93,6 +93,12 @@ class WorkflowCreate(Request):
     schedule: WorkflowScheduleIn | None = Field(
         default=None, description="None: manual (a schedule saved before is removed)."
     )
+    parameters: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="A template's parameters: a JSON Schema (type object, with defaults) "
+        "that every run's payload must fit; what it leaves out is filled from defaults.",
+        examples=[{"type": "object", "properties": {"day": {"type": "string"}}}],
+    )
 
 
 class WorkflowOut(BaseModel):
@@ -102,12 +108,16 @@ class WorkflowOut(BaseModel):
     created_at: datetime
     updated_at: datetime
     steps: list[dict[str, Any]]
+    parameters: dict[str, Any] | None
     schedule: JobOut | None = Field(description="Its schedule's job, if it has one.")
 
     @classmethod
     def of(cls, stored: StoredWorkflow, schedule: Job | None) -> WorkflowOut:
         return cls(
             schedule=None if schedule is None else JobOut.of(schedule),
+            parameters=(
+                None if stored.definition.parameters is None else dict(stored.definition.parameters)
+            ),
             namespace=stored.namespace,
             name=stored.name,
             version=stored.version,

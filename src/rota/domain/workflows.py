@@ -10,6 +10,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from rota.domain.parameters import apply as apply_parameters
+from rota.domain.parameters import check_schema
 from rota.domain.runs import check_name
 from rota.domain.states import TERMINAL_STATES, RunState
 from rota.errors import InvalidArgument
@@ -75,6 +77,9 @@ class StepSpec:
 class WorkflowDefinition:
     name: str
     steps: tuple[StepSpec, ...]
+    # A template's parameters: a JSON Schema of the workflow payload, with defaults
+    # (rota.domain.parameters); None: any payload.
+    parameters: Mapping[str, Any] | None = None
 
     def step(self, name: str) -> StepSpec:
         for step in self.steps:
@@ -96,7 +101,16 @@ class WorkflowDefinition:
         return found
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "steps": [step.to_json() for step in self.steps]}
+        found: dict[str, Any] = {"name": self.name, "steps": [s.to_json() for s in self.steps]}
+        if self.parameters is not None:
+            found["parameters"] = dict(self.parameters)
+        return found
+
+    def payload_of(self, values: Any) -> Any:
+        """A run's workflow payload: ``values`` checked against the parameters, with
+        their defaults filled in (InvalidParameter names a misfit); as given if the
+        workflow declares none."""
+        return values if self.parameters is None else apply_parameters(self.parameters, values)
 
 
 @dataclass(frozen=True)
@@ -161,7 +175,10 @@ def definition_from_json(raw: Any) -> WorkflowDefinition:
     if not isinstance(steps, list):
         raise WorkflowInvalid("steps", steps, "a list of steps")
     name = _text("name", raw.get("name"))
-    return WorkflowDefinition(name, tuple(_step_from_json(i, s) for i, s in enumerate(steps)))
+    parameters = raw.get("parameters")
+    return WorkflowDefinition(
+        name, tuple(_step_from_json(i, s) for i, s in enumerate(steps)), parameters
+    )
 
 
 def find_cycle(parents: Mapping[str, Sequence[str]]) -> list[str] | None:
@@ -202,6 +219,8 @@ def check_definition(
         raise WorkflowInvalid("workflow", definition.name, "a name that is not only digits")
     if not definition.steps:
         raise WorkflowInvalid("steps", [], "at least one step")
+    if definition.parameters is not None:
+        check_schema(definition.parameters)
     if len(definition.steps) > MAX_STEPS:
         raise WorkflowInvalid("steps", len(definition.steps), f"at most {MAX_STEPS} steps")
     names: set[str] = set()
