@@ -233,3 +233,16 @@ async def test_a_workflow_template_checks_and_fills_its_parameters(
     refused = await client.post("/api/v1/workflows", json=bad_slot, headers=admin)
     assert refused.status_code == 422, "each slot's payload (none) lacks the day"
     assert "parameter 'day'" in refused.json()["detail"]
+
+
+async def test_a_repeated_idempotency_key_starts_one_workflow_run(client, admin):
+    await client.post("/api/v1/workflows", json=DEFINITION, headers=admin)
+    path = "/api/v1/workflows/nightly-etl/runs"
+    keyed = {**admin, "Idempotency-Key": "k-1"}
+    first = await client.post(path, json={"payload": 1}, headers=keyed)
+    again = await client.post(path, json={"payload": 1}, headers=keyed)
+    assert first.json() == again.json()
+    runs = await client.get("/api/v1/workflow-runs", headers=admin)
+    assert len(runs.json()["items"]) == 1
+    too_long = await client.post(path, headers={**admin, "Idempotency-Key": "k" * 256})
+    assert too_long.status_code == 422

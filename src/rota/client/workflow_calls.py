@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rota.client.calls import Call, JsonObject, Request, _query
+from rota.client.calls import Call, JsonObject, Request, _new_key, _query
 
 
 def save_workflow(definition: JsonObject) -> Call[JsonObject]:
@@ -27,10 +27,21 @@ def get_workflow(name: str, namespace: str = "default") -> Call[JsonObject]:
     return dict(found)
 
 
-def start_workflow(name: str, payload: Any = None, namespace: str = "default") -> Call[int]:
-    """Start a run of a saved workflow; the workflow run's id."""
+def start_workflow(
+    name: str,
+    payload: Any = None,
+    namespace: str = "default",
+    idempotency_key: str | None = None,
+) -> Call[int]:
+    """Start a run of a saved workflow; the workflow run's id. An ``Idempotency-Key``
+    (made up when not given) makes a retry return the same workflow run."""
     path = f"/api/v1/workflows/{name}/runs"
     started = yield Request(
-        "POST", path, params={"namespace": namespace}, body={"payload": payload}
+        "POST",
+        path,
+        params={"namespace": namespace},
+        body={"payload": payload},
+        headers={"Idempotency-Key": idempotency_key or _new_key()},
+        retryable=True,
     )
     return int(started["workflow_run_id"])

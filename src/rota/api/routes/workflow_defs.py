@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Header, Query, Request
 
 from rota import flows, workflow_schedules
 from rota.api.auth import Manager, Reader, Trigger
@@ -88,11 +88,22 @@ async def start_workflow(
     store: StoreDep,
     body: Annotated[WorkflowStart | None, Body()] = None,
     namespace: NamespaceQuery = "default",
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=255,
+            description="Retrying with the same key returns the same workflow run.",
+        ),
+    ] = None,
 ) -> WorkflowRunStarted:
     """Start a run of the saved workflow; its steps run in the workflow's namespace."""
     audit_target(request, f"workflow {namespace}/{name}", namespace)
     _visible(principal, namespace, name)
     payload = body.payload if body is not None else None
     registry = context.rota_app.registry
-    workflow_run_id = await flows.start(store, context.clock, registry, name, payload, namespace)
+    workflow_run_id = await flows.start(
+        store, context.clock, registry, name, payload, namespace, idempotency_key
+    )
     return WorkflowRunStarted(workflow_run_id=workflow_run_id)
