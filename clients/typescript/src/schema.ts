@@ -3595,7 +3595,7 @@ export interface operations {
                 namespace?: string;
             };
             header?: {
-                /** @description Retrying with the same key returns the same run. */
+                /** @description Retrying with the same key returns what the first request made. */
                 "Idempotency-Key"?: string | null;
             };
             path: {
@@ -3875,7 +3875,7 @@ export interface operations {
                 namespace?: string;
             };
             header?: {
-                /** @description Retrying with the same key returns the same run. */
+                /** @description Retrying with the same key returns what the first request made. */
                 "Idempotency-Key"?: string | null;
             };
             path?: never;
@@ -5850,7 +5850,7 @@ export interface operations {
                 namespace?: string;
             };
             header?: {
-                /** @description Retrying with the same key returns the same workflow run. */
+                /** @description Retrying with the same key returns what the first request made. */
                 "Idempotency-Key"?: string | null;
             };
             path: {

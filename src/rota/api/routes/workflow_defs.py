@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi import APIRouter, Body, Query, Request
 
 from rota import flows, workflow_schedules
 from rota.api.auth import Manager, Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import Name
+from rota.api.schemas import IdempotencyKey, Name
 from rota.api.workflow_schemas import (
     WorkflowCreate,
     WorkflowList,
@@ -88,15 +88,7 @@ async def start_workflow(
     store: StoreDep,
     body: Annotated[WorkflowStart | None, Body()] = None,
     namespace: NamespaceQuery = "default",
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            alias="Idempotency-Key",
-            min_length=1,
-            max_length=255,
-            description="Retrying with the same key returns the same workflow run.",
-        ),
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> WorkflowRunStarted:
     """Start a run of the saved workflow; its steps run in the workflow's namespace."""
     audit_target(request, f"workflow {namespace}/{name}", namespace)
