@@ -100,3 +100,15 @@ def test_workflow_example_runs_as_printed(tmp_path: Path):
         "succeeded [('extract', 'succeeded'), ('load-region', 'succeeded'),"
         " ('report', 'succeeded')]"
     )
+
+
+def test_workflow_template_example_runs_as_printed(tmp_path: Path):
+    block = next(b for b in _python_blocks() if "parameters=schema" in b)
+    result = subprocess.run(
+        [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    schedule, refused = result.stdout.strip().splitlines()[-2:]
+    assert schedule == "rota.start-workflow"
+    readme = (REPO / "README.md").read_text()
+    assert f"prints `{refused}` last" in readme

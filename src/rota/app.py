@@ -20,10 +20,11 @@ from typing import Any
 
 import structlog
 
-from rota import flows, loops, schedules, services
+from rota import flows, loops, schedules, services, workflow_schedules
 from rota.bootstrap import caller_connection_enqueue
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
+from rota.context import RunContext
 from rota.domain.breakers import Breaker, BreakerRow
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
@@ -32,7 +33,7 @@ from rota.domain.retry import RetryPolicy
 from rota.domain.runs import NewRun, Run
 from rota.domain.workers import WorkerInfo
 from rota.domain.workflow_runs import WorkflowRunView
-from rota.domain.workflows import WorkflowDefinition
+from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
 from rota.errors import InvalidArgument, UnsupportedFeature
 from rota.handlers import HandlerFn, Registry, make_spec
 from rota.loop_stores import LoopStores
@@ -69,7 +70,8 @@ class App:
         self.registry = Registry()
         # One store per event loop (a psycopg pool belongs to its loop), and the sync door.
         self._stores = LoopStores(lambda: self.settings)
-        self._workflows: dict[str, WorkflowDefinition] = {}
+        # Every App's workers can run a workflow schedule's runs (rota.workflow_schedules).
+        self.registry.register(workflow_schedules.starter_spec(self._start_scheduled_workflow))
 
     # -- handlers -----------------------------------------------------------
     def handler(
@@ -236,20 +238,78 @@ class App:
         return self._stores.use(services.replay, self.clock, run_id)
 
     # -- workflows (rota.flows) ------------------------------------------------
-    def workflow(self, flow: Workflow | WorkflowDefinition) -> WorkflowDefinition:
-        """Register a workflow definition (checked: cycles, handlers, names) so
-        :meth:`start_workflow` can start it by name. Register its handlers first."""
+    def workflow(
+        self,
+        flow: Workflow | WorkflowDefinition,
+        *,
+        namespace: str = "default",
+        cron: str | None = None,
+        interval: float | timedelta | None = None,
+        at: datetime | None = None,
+        timezone: str = "UTC",
+        misfire: str = "fire_now",
+        overlap: str = "allow",
+        payload: Any = None,
+        **options: Any,
+    ) -> StoredWorkflow:
+        """Check a workflow definition (cycles, handlers, names, step options) and save
+        it in the database as (namespace, name), so any process can start it by name.
+        Saving it again replaces it (its version counts changes). Register its
+        handlers first.
+
+        ``cron=`` (in ``timezone``), ``interval=`` or ``at=`` (once) also start it on
+        a schedule, with ``payload`` as each run's workflow payload: the leader's
+        planner starts exactly one workflow run per slot (``misfire`` as for jobs;
+        options ``queue``, ``priority``, ``jitter``, ``catch_up_window``,
+        ``run_all_cap``, ``max_attempts`` of the starting run). None of them: manual
+        (a schedule saved before is removed). The schedule is the job
+        ``workflow:<name>``: pause, resume and list it like any job."""
+        schedule = workflow_schedules.WorkflowSchedule(
+            cron, interval, at, timezone, misfire, overlap, payload, options
+        )
+        return self._stores.call(
+            lambda: self.workflow_async(flow, namespace=namespace, schedule=schedule)
+        )
+
+    async def workflow_async(
+        self,
+        flow: Workflow | WorkflowDefinition,
+        *,
+        namespace: str = "default",
+        schedule: workflow_schedules.WorkflowSchedule | None = None,
+    ) -> StoredWorkflow:
         definition = flow.definition() if isinstance(flow, Workflow) else flow
-        self._workflows[definition.name] = flows.checked(definition, self.registry)
-        return definition
-
-    def start_workflow(self, name: str, payload: Any = None) -> int:
-        """Start a run of a registered workflow; returns the workflow run's id."""
-        return self._stores.call(lambda: self.start_workflow_async(name, payload))
-
-    async def start_workflow_async(self, name: str, payload: Any = None) -> int:
         store = await self.store()
-        return await flows.start(store, self.clock, self.registry, self._workflows, name, payload)
+        stored, _ = await workflow_schedules.save(
+            store, self.clock, self.registry, definition, namespace, schedule
+        )
+        return stored
+
+    async def _start_scheduled_workflow(self, ctx: RunContext, payload: Any) -> dict[str, int]:
+        store = await self.store()
+        return await workflow_schedules.start_from_run(
+            store, self.clock, self.registry, ctx, payload
+        )
+
+    def get_workflow(self, name: str, namespace: str = "default") -> StoredWorkflow:
+        """A saved workflow definition (WorkflowNotFound if there is none)."""
+        return self._stores.use(flows.get, namespace, name)
+
+    def list_workflows(self, namespace: str | None = None) -> list[StoredWorkflow]:
+        """The saved workflow definitions (in one namespace, if given)."""
+        return self._stores.use(flows.definitions, namespace)
+
+    def start_workflow(self, name: str, payload: Any = None, *, namespace: str = "default") -> int:
+        """Start a run of a saved workflow; returns the workflow run's id."""
+        return self._stores.call(
+            lambda: self.start_workflow_async(name, payload, namespace=namespace)
+        )
+
+    async def start_workflow_async(
+        self, name: str, payload: Any = None, *, namespace: str = "default"
+    ) -> int:
+        store = await self.store()
+        return await flows.start(store, self.clock, self.registry, name, payload, namespace)
 
     def cancel_workflow(self, workflow_run_id: int) -> WorkflowRunView:
         """Cancel every unfinished step of a workflow run (running ones are asked to stop)."""

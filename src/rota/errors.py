@@ -55,6 +55,13 @@ class JobNotFound(RotaError, LookupError):
         super().__init__(f"job {name!r} does not exist in namespace {namespace!r}")
 
 
+class WorkflowNotFound(RotaError, LookupError):
+    def __init__(self, namespace: str, name: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        super().__init__(f"workflow {name!r} does not exist in namespace {namespace!r}")
+
+
 class WorkflowRunNotFound(RotaError, LookupError):
     def __init__(self, workflow_run_id: int) -> None:
         self.workflow_run_id = workflow_run_id

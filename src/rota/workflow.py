@@ -12,7 +12,7 @@ with :meth:`rota.App.workflow`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,8 +52,11 @@ def _trigger(value: str | TriggerRule) -> TriggerRule:
 
 
 class Workflow:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, parameters: Mapping[str, Any] | None = None) -> None:
+        """``parameters``: a template's JSON Schema of the workflow payload (an object
+        schema; ``default`` values fill in what a start leaves out)."""
         self.name = name
+        self.parameters = parameters
         self._steps: list[StepSpec] = []
 
     def step(
@@ -110,4 +113,4 @@ class Workflow:
         return StepRef(name)
 
     def definition(self) -> WorkflowDefinition:
-        return WorkflowDefinition(self.name, tuple(self._steps))
+        return WorkflowDefinition(self.name, tuple(self._steps), self.parameters)

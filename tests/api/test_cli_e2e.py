@@ -231,3 +231,55 @@ def test_workers_drain_and_resume(server: str) -> None:
     refused = rota(server, team, "workers", "drain", node)
     assert refused.returncode != 0
     assert "whole cluster" in refused.stderr
+
+
+def test_workflows_create_list_show_start(server: str, tmp_path: Path) -> None:
+    token = rota(server, None, "token", "create").stdout.strip()
+    definition = {
+        "name": "cli-flow",
+        "steps": [
+            {"name": "report", "handler": "send-report"},
+            {"name": "export", "handler": "export-csv", "after": ["report"]},
+        ],
+    }
+    path = tmp_path / "flow.json"
+    path.write_text(json.dumps(definition))
+    made = rota(server, token, "workflows", "create", "--file", str(path))
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.strip() == "default/cli-flow: version 1"
+    listed = json.loads(rota(server, token, "workflows", "list", "--json").stdout)
+    assert [(w["name"], w["version"]) for w in listed] == [("cli-flow", 1)]
+    shown = rota(server, token, "workflows", "show", "cli-flow")
+    assert shown.stdout.splitlines() == [
+        "default/cli-flow (version 1)",
+        "  report: step send-report",
+        "  export: step export-csv  (after report)",
+    ]
+    started = rota(server, token, "workflows", "start", "cli-flow", "--payload", '{"day": "x"}')
+    assert started.returncode == 0, started.stderr
+    workflow_run_id = started.stdout.strip()
+
+    def finished() -> bool:
+        graph = rota(server, token, "workflows", "show", workflow_run_id, "--json")
+        return bool(json.loads(graph.stdout)["state"] == "succeeded")
+
+    wait_until(finished, timeout=30, what="the workflow run to succeed")
+    runs = json.loads(rota(server, token, "workflows", "runs", "--json").stdout)
+    assert [(r["id"], r["name"]) for r in runs] == [(int(workflow_run_id), "cli-flow")]
+
+    path.write_text(
+        json.dumps(
+            {**definition, "steps": [{"name": "a", "handler": "send-report", "after": ["a"]}]}
+        )
+    )
+    refused = rota(server, token, "workflows", "create", "--file", str(path))
+    assert refused.returncode == 1
+    assert "another step (not itself)" in refused.stderr
+    path.write_text("{not json")
+    garbled = rota(server, token, "workflows", "create", "--file", str(path))
+    assert garbled.returncode == 2
+    assert "is not a readable JSON file" in garbled.stderr
+    missing = rota(server, token, "workflows", "start", "nothing")
+    assert missing.stderr.strip() == (
+        "rota: error: workflow 'nothing' does not exist in namespace 'default' (HTTP 404)"
+    )

@@ -11,6 +11,7 @@ import rota
 from rota.domain.states import RunState
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import WorkflowInvalid, WorkflowState
+from rota.errors import WorkflowNotFound
 from tests.engine.conftest import working
 from tests.helpers import eventually
 
@@ -269,14 +270,15 @@ def test_definitions_are_checked_when_registered(make_app):
     flow.step("a", handler="h", after=["c"])
     flow.step("b", handler="h", after=["a"])
     flow.step("c", handler="h", after=["b"])
-    with pytest.raises(WorkflowInvalid, match="'a -> b -> c -> a'"):
+    with pytest.raises(WorkflowInvalid, match="'a → b → c → a'"):
         app.workflow(flow)
     unknown = rota.Workflow("unknown")
     unknown.step("a", handler="nobody")
     with pytest.raises(WorkflowInvalid, match="'nobody'; expected a registered handler"):
         app.workflow(unknown)
-    with pytest.raises(WorkflowInvalid, match="workflow: 'nothing'"):
+    with pytest.raises(WorkflowNotFound, match="workflow 'nothing' does not exist"):
         app.start_workflow("nothing")
+    assert app.list_workflows() == []  # nothing refused was saved
 
 
 async def test_replaying_a_dead_map_item_reopens_its_map_and_the_fan_in_runs(make_app):

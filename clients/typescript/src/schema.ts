@@ -632,7 +632,7 @@ export interface paths {
         };
         /**
          * List Workflow Runs
-         * @description The newest workflow runs, newest first (their state: GET one).
+         * @description The newest workflow runs the caller can see, newest first (their state: GET one).
          */
         get: operations["list_workflow_runs"];
         put?: never;
@@ -698,6 +698,74 @@ export interface paths {
         get: operations["workflow_run_graph"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Workflows
+         * @description Every saved definition the caller can see (in one namespace, if given).
+         */
+        get: operations["list_workflows"];
+        put?: never;
+        /**
+         * Save Workflow
+         * @description Save a workflow definition (and its ``schedule``, if any), checked first: a
+         *     cycle (named), an unknown parent or handler, a repeated step name, a map without
+         *     ``over``, an unknown option, a bad option value or a bad schedule is refused (422)
+         *     and nothing is written. A name taken in its namespace is replaced; ``version``
+         *     counts the changes.
+         */
+        post: operations["save_workflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Workflow
+         * @description One saved definition, with its version.
+         */
+        get: operations["get_workflow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start Workflow
+         * @description Start a run of the saved workflow; its steps run in the workflow's namespace.
+         */
+        post: operations["start_workflow"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1700,6 +1768,60 @@ export interface components {
          * @enum {string}
          */
         WorkerState: "active" | "draining" | "dead";
+        /**
+         * WorkflowCreate
+         * @description A workflow definition; saving one under a name taken in its namespace replaces
+         *     it (its version counts the changes).
+         * @example {
+         *       "name": "nightly-etl",
+         *       "steps": [
+         *         {
+         *           "name": "extract"
+         *         },
+         *         {
+         *           "kind": "map",
+         *           "name": "load-region",
+         *           "over": "extract"
+         *         },
+         *         {
+         *           "after": [
+         *             "load-region"
+         *           ],
+         *           "name": "report",
+         *           "trigger": "all_done"
+         *         }
+         *       ]
+         *     }
+         */
+        WorkflowCreate: {
+            /** Name */
+            name: string;
+            /**
+             * Namespace
+             * @default default
+             * @example nightly-report
+             */
+            namespace?: string;
+            /**
+             * Parameters
+             * @description A template's parameters: a JSON Schema (type object, with defaults) that every run's payload must fit; what it leaves out is filled from defaults.
+             * @example {
+             *       "properties": {
+             *         "day": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "type": "object"
+             *     }
+             */
+            parameters?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            } | null;
+            /** @description None: manual (a schedule saved before is removed). */
+            schedule?: components["schemas"]["WorkflowScheduleIn"] | null;
+            /** Steps */
+            steps: components["schemas"]["WorkflowStepIn"][];
+        };
         /** WorkflowGraph */
         WorkflowGraph: {
             /** Edges */
@@ -1712,6 +1834,11 @@ export interface components {
             state: string;
             /** Workflow Run Id */
             workflow_run_id: number;
+        };
+        /** WorkflowList */
+        WorkflowList: {
+            /** Items */
+            items: components["schemas"]["WorkflowOut"][];
         };
         /** WorkflowNode */
         WorkflowNode: {
@@ -1727,6 +1854,35 @@ export interface components {
             run_id: number | null;
             /** State */
             state: string;
+        };
+        /** WorkflowOut */
+        WorkflowOut: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Name */
+            name: string;
+            /** Namespace */
+            namespace: string;
+            /** Parameters */
+            parameters: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Its schedule's job, if it has one. */
+            schedule: components["schemas"]["JobOut"] | null;
+            /** Steps */
+            steps: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Version */
+            version: number;
         };
         /** WorkflowRunList */
         WorkflowRunList: {
@@ -1748,10 +1904,17 @@ export interface components {
             id: number;
             /** Name */
             name: string;
+            /** Namespace */
+            namespace: string;
             /** State */
             state: string;
             /** Steps */
             steps: components["schemas"]["WorkflowStepOut"][];
+        };
+        /** WorkflowRunStarted */
+        WorkflowRunStarted: {
+            /** Workflow Run Id */
+            workflow_run_id: number;
         };
         /** WorkflowRunSummary */
         WorkflowRunSummary: {
@@ -1766,6 +1929,104 @@ export interface components {
             id: number;
             /** Name */
             name: string;
+            /** Namespace */
+            namespace: string;
+        };
+        /**
+         * WorkflowScheduleIn
+         * @description When the workflow starts by itself: one of ``cron`` (in ``timezone``),
+         *     ``interval_seconds`` or ``at`` (once). The leader's planner starts exactly one
+         *     workflow run per slot, with ``payload``; the schedule is the job
+         *     ``workflow:<name>`` (pause, resume and list it like any job).
+         */
+        WorkflowScheduleIn: {
+            /** At */
+            at?: string | null;
+            /**
+             * Catch Up Window Seconds
+             * @default 3600
+             */
+            catch_up_window_seconds?: number;
+            /**
+             * Cron
+             * @example 0 2 * * *
+             */
+            cron?: string | null;
+            /** Interval Seconds */
+            interval_seconds?: number | null;
+            /**
+             * Jitter Seconds
+             * @default 0
+             */
+            jitter_seconds?: number;
+            /** @default fire_now */
+            misfire?: components["schemas"]["MisfirePolicy"];
+            payload?: components["schemas"]["JsonValue"];
+            /**
+             * Queue
+             * @description The starting run's queue.
+             */
+            queue?: string | null;
+            /**
+             * Timezone
+             * @default UTC
+             * @example Europe/Berlin
+             */
+            timezone?: string;
+        };
+        /**
+         * WorkflowStart
+         * @description Start a run of the workflow with this payload (the steps' ``ctx.workflow_payload``).
+         * @example {
+         *       "payload": {
+         *         "day": "2026-11-30"
+         *       }
+         *     }
+         */
+        WorkflowStart: {
+            payload?: components["schemas"]["JsonValue"];
+        };
+        /** WorkflowStepIn */
+        WorkflowStepIn: {
+            /**
+             * After
+             * @description Parent steps' names.
+             */
+            after?: string[];
+            /**
+             * Handler
+             * @description Default: the step's name.
+             */
+            handler?: string | null;
+            /**
+             * Kind
+             * @description step, or map (one run per item of over)
+             * @default step
+             */
+            kind?: string;
+            /**
+             * Name
+             * @example extract
+             */
+            name: string;
+            /**
+             * Options
+             * @description queue, priority, max_attempts, timeout, tags
+             */
+            options?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /**
+             * Over
+             * @description A map's parent with the list.
+             */
+            over?: string | null;
+            /**
+             * Trigger
+             * @description all_succeeded, all_done or any_succeeded
+             * @default all_succeeded
+             */
+            trigger?: string;
         };
         /** WorkflowStepOut */
         WorkflowStepOut: {
@@ -3338,7 +3599,7 @@ export interface operations {
                 namespace?: string;
             };
             header?: {
-                /** @description Retrying with the same key returns the same run. */
+                /** @description Retrying with the same key returns what the first request made. */
                 "Idempotency-Key"?: string | null;
             };
             path: {
@@ -3618,7 +3879,7 @@ export interface operations {
                 namespace?: string;
             };
             header?: {
-                /** @description Retrying with the same key returns the same run. */
+                /** @description Retrying with the same key returns what the first request made. */
                 "Idempotency-Key"?: string | null;
             };
             path?: never;
@@ -5007,6 +5268,8 @@ export interface operations {
             query?: {
                 /** @description Only runs of this workflow. */
                 name?: string | null;
+                /** @description Only runs in this namespace. */
+                namespace?: string | null;
                 limit?: number;
             };
             header?: never;
@@ -5268,6 +5531,352 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WorkflowGraph"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_workflows: {
+        parameters: {
+            query?: {
+                namespace?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    save_workflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkflowCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_workflow: {
+        parameters: {
+            query?: {
+                /** @description The workflow's namespace. */
+                namespace?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    start_workflow: {
+        parameters: {
+            query?: {
+                /** @description The workflow's namespace. */
+                namespace?: string;
+            };
+            header?: {
+                /** @description Retrying with the same key returns what the first request made. */
+                "Idempotency-Key"?: string | null;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WorkflowStart"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRunStarted"];
                 };
             };
             /** @description Unauthorized */

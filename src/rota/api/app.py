@@ -32,6 +32,7 @@ from rota.api.routes import (
     public,
     runs,
     webhooks,
+    workflow_defs,
     workflows,
 )
 from rota.api.settings import ApiSettings
@@ -99,6 +100,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         public.health_router,
         metrics.router,
         workflows.router,
+        workflow_defs.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:

@@ -11,6 +11,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
+from fastapi import Header
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -53,6 +54,16 @@ def _in_range(value: datetime) -> datetime:
 
 
 Instant = Annotated[AwareDatetime, BeforeValidator(_iso_instant), AfterValidator(_in_range)]
+# The header that makes a start safe to retry (a trigger, an enqueue, a workflow start).
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Retrying with the same key returns what the first request made.",
+    ),
+]
 
 
 class Request(BaseModel):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from rota.client import calls, webhook_calls
+from rota.client import calls, webhook_calls, workflow_calls
 from rota.client.calls import JsonObject, RunNotFinished
 from rota.client.doors import (
     ApiError,
@@ -47,6 +47,10 @@ class _Calls:
     get_workflow_run = door_call(calls.get_workflow_run)
     workflow_run_graph = door_call(calls.workflow_run_graph)
     cancel_workflow_run = door_call(calls.cancel_workflow_run)
+    save_workflow = door_call(workflow_calls.save_workflow)
+    list_workflows = door_call(workflow_calls.list_workflows)
+    get_workflow = door_call(workflow_calls.get_workflow)
+    start_workflow = door_call(workflow_calls.start_workflow)
     cancel_run = door_call(calls.cancel_run)
     requeue_run = door_call(calls.requeue_run)
     wait_for = door_call(calls.wait_for)

@@ -249,11 +249,11 @@ def get_run(run_id: int) -> Call[JsonObject]:
     return dict(detail)
 
 
-def list_workflow_runs(name: str | None = None, limit: int = 50) -> Call[list[JsonObject]]:
+def list_workflow_runs(
+    name: str | None = None, limit: int = 50, namespace: str | None = None
+) -> Call[list[JsonObject]]:
     """The newest workflow runs, newest first."""
-    params: dict[str, Any] = {"limit": limit}
-    if name is not None:
-        params["name"] = name
+    params: dict[str, Any] = {"limit": limit, **_query(name=name, namespace=namespace)}
     found = yield Request("GET", "/api/v1/workflow-runs", params=params, retryable=True)
     return list(found["items"])
 

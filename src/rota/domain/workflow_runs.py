@@ -31,6 +31,7 @@ class WorkflowRunView:
     finished_at: datetime | None
     definition: WorkflowDefinition
     steps: Sequence[StepView] = field(default_factory=tuple)
+    namespace: str = "default"  # where it and its steps run
 
     @property
     def duration(self) -> float | None:
@@ -86,6 +87,7 @@ def view_from_rows(
         finished_at,
         definition,
         tuple(steps),
+        run_row["namespace"],
     )
 
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from rota.domain.parameters import apply as apply_parameters
+from rota.domain.parameters import check_schema
 from rota.domain.runs import check_name
 from rota.domain.states import TERMINAL_STATES, RunState
 from rota.errors import InvalidArgument
@@ -74,6 +77,9 @@ class StepSpec:
 class WorkflowDefinition:
     name: str
     steps: tuple[StepSpec, ...]
+    # A template's parameters: a JSON Schema of the workflow payload, with defaults
+    # (rota.domain.parameters); None: any payload.
+    parameters: Mapping[str, Any] | None = None
 
     def step(self, name: str) -> StepSpec:
         for step in self.steps:
@@ -95,7 +101,31 @@ class WorkflowDefinition:
         return found
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "steps": [step.to_json() for step in self.steps]}
+        found: dict[str, Any] = {"name": self.name, "steps": [s.to_json() for s in self.steps]}
+        if self.parameters is not None:
+            found["parameters"] = dict(self.parameters)
+        return found
+
+    def payload_of(self, values: Any) -> Any:
+        """A run's workflow payload: ``values`` checked against the parameters, with
+        their defaults filled in (InvalidParameter names a misfit); as given if the
+        workflow declares none."""
+        return values if self.parameters is None else apply_parameters(self.parameters, values)
+
+
+@dataclass(frozen=True)
+class StoredWorkflow:
+    """A definition as saved in the database: any process can start it by name."""
+
+    namespace: str
+    definition: WorkflowDefinition
+    version: int  # 1, then one more each time the saved definition changes
+    created_at: datetime
+    updated_at: datetime  # when the definition last changed
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
 
 
 def _text(where: str, value: Any) -> str:
@@ -122,9 +152,12 @@ def _step_from_json(index: int, raw: Any) -> StepSpec:
         allowed = "kind step|map, trigger " + "|".join(rule.value for rule in TriggerRule)
         chosen = {key: raw.get(key) for key in ("kind", "trigger")}
         raise WorkflowInvalid(where, chosen, allowed) from None
+    name = _text(f"{where}.name", raw.get("name"))
+    handler = raw.get("handler")
     return StepSpec(
-        name=_text(f"{where}.name", raw.get("name")),
-        handler=_text(f"{where}.handler", raw.get("handler")),
+        name=name,
+        # As in the library: a step calls the handler of its own name unless told.
+        handler=name if handler is None else _text(f"{where}.handler", handler),
         kind=kind,
         after=tuple(_text(f"{where}.after", parent) for parent in after),
         over=None if over is None else _text(f"{where}.over", over),
@@ -142,7 +175,10 @@ def definition_from_json(raw: Any) -> WorkflowDefinition:
     if not isinstance(steps, list):
         raise WorkflowInvalid("steps", steps, "a list of steps")
     name = _text("name", raw.get("name"))
-    return WorkflowDefinition(name, tuple(_step_from_json(i, s) for i, s in enumerate(steps)))
+    parameters = raw.get("parameters")
+    return WorkflowDefinition(
+        name, tuple(_step_from_json(i, s) for i, s in enumerate(steps)), parameters
+    )
 
 
 def find_cycle(parents: Mapping[str, Sequence[str]]) -> list[str] | None:
@@ -178,8 +214,13 @@ def check_definition(
 ) -> None:
     """Refuse a definition that cannot run, naming what is wrong."""
     check_name("workflow", definition.name)
+    if definition.name.isdigit():
+        # `rota workflows show 42` means workflow run 42: a name is never only digits.
+        raise WorkflowInvalid("workflow", definition.name, "a name that is not only digits")
     if not definition.steps:
         raise WorkflowInvalid("steps", [], "at least one step")
+    if definition.parameters is not None:
+        check_schema(definition.parameters)
     if len(definition.steps) > MAX_STEPS:
         raise WorkflowInvalid("steps", len(definition.steps), f"at most {MAX_STEPS} steps")
     names: set[str] = set()
@@ -192,7 +233,7 @@ def check_definition(
         _check_step(step, names, handler_known)
     cycle = find_cycle({step.name: step.parents for step in definition.steps})
     if cycle is not None:
-        raise WorkflowInvalid("steps", " -> ".join(cycle), "no cycle (a workflow is a DAG)")
+        raise WorkflowInvalid("steps", " → ".join(cycle), "no cycle (a workflow is a DAG)")
 
 
 def _check_step(

@@ -37,7 +37,7 @@ from rota.domain.search import RunSearch
 from rota.domain.stats import FinishedCount, QueueCount, Recount
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.domain.workflow_runs import WorkflowRunView
-from rota.domain.workflows import WorkflowDefinition
+from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
 
 
 @dataclass(frozen=True)
@@ -153,14 +153,24 @@ class Store(Protocol):
         payload_json: str,
         steps: Sequence[NewRun],
         now: datetime | None,
-    ) -> int: ...
+        namespace: str = "default",
+        idempotency_key: str | None = None,
+    ) -> int:
+        """A new workflow run's id (the first one's, for a repeated idempotency key)."""
 
     async def cancel_workflow_run(self, workflow_run_id: int, now: datetime | None) -> None: ...
 
     async def workflow_run(self, workflow_run_id: int) -> WorkflowRunView: ...
 
-    async def list_workflow_runs(self, name: str | None, limit: int) -> list[dict[str, Any]]:
-        """The newest workflow runs: id, name, created_at, cancelled_at."""
+    async def list_workflow_runs(
+        self,
+        name: str | None,
+        limit: int,
+        namespace: str | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The newest workflow runs (of ``name``, in ``namespace``, within ``namespaces``
+        when given): id, namespace, name, created_at, cancelled_at."""
 
     async def prune_workflow_runs(
         self, older_than: datetime, limit: int, leader_term: int | None = None
@@ -169,6 +179,17 @@ class Store(Protocol):
 
     async def workflow_step_of(self, run_id: int) -> dict[str, Any] | None:
         """The workflow run, step name and map index of a run, if it is a step."""
+
+    # -- workflow definitions (store/core/workflow_defs.py) -------------------
+    async def save_workflow(
+        self, namespace: str, definition: WorkflowDefinition, now: datetime | None
+    ) -> StoredWorkflow:
+        """Create or replace (namespace, definition.name); the version counts changes."""
+
+    async def get_workflow(self, namespace: str, name: str) -> StoredWorkflow | None: ...
+
+    async def list_workflows(self, namespace: str | None) -> list[StoredWorkflow]:
+        """Every saved definition (in ``namespace``, if given), by namespace and name."""
 
     # -- jobs and schedules -------------------------------------------------
     async def now(self, now: datetime | None) -> datetime:

@@ -13,12 +13,13 @@ from rota.store.core.recent import Recent
 from rota.store.core.registry import CoreRegistry
 from rota.store.core.runs import CoreRuns
 from rota.store.core.webhooks import CoreWebhooks
+from rota.store.core.workflow_defs import CoreWorkflowDefinitions
 from rota.store.dialect import Dialect
 from rota.store.port import SchemaStatus
 from rota.store.queries import latest_version
 
 
-class SqlStore(CoreRuns, CoreRegistry, CoreJobs, CoreAccess, CoreWebhooks):
+class SqlStore(CoreRuns, CoreRegistry, CoreJobs, CoreAccess, CoreWebhooks, CoreWorkflowDefinitions):
     def __init__(self, dialect: Dialect, *, aging_seconds: float = 60.0) -> None:
         self._d = dialect
         self.dialect = dialect.name

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 
 from rota import payloads, schedules
 from rota.api.auth import Manager, Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target, correlation_id
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import JobCreate, JobList, JobOut, JobUpdate, Name, RunCreated, TriggerRequest
+from rota.api.schemas import (
+    IdempotencyKey,
+    JobCreate,
+    JobList,
+    JobOut,
+    JobUpdate,
+    Name,
+    RunCreated,
+    TriggerRequest,
+)
 from rota.domain.access import Principal
 from rota.domain.jobs import JobSpec
 from rota.errors import JobNotFound
@@ -170,15 +179,7 @@ async def trigger_job(
     store: StoreDep,
     body: Annotated[TriggerRequest | None, Body()] = None,
     namespace: NamespaceQuery = "default",
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            alias="Idempotency-Key",
-            min_length=1,
-            max_length=255,
-            description="Retrying with the same key returns the same run.",
-        ),
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> RunCreated:
     """Run the job now, whatever its schedule; the body's payload replaces the job's."""
     audit_target(request, f"job {namespace}/{name}", namespace)

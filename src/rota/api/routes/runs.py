@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request
+from fastapi import APIRouter, Body, Depends, Path, Query, Request
 
 from rota import services
 from rota.api import pagination
@@ -16,6 +16,7 @@ from rota.api.schemas import (
     MAX_ID,
     AttemptOut,
     EnqueueRequest,
+    IdempotencyKey,
     Instant,
     LogLineOut,
     Name,
@@ -114,15 +115,7 @@ async def enqueue_run(
     store: StoreDep,
     body: Annotated[EnqueueRequest, Body()],
     namespace: NamespaceQuery = "default",
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            alias="Idempotency-Key",
-            min_length=1,
-            max_length=255,
-            description="Retrying with the same key returns the same run.",
-        ),
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> RunCreated:
     """Run a handler the server knows, once, now or at ``run_at``: what a service that
     is not written in Python calls to start background work."""

@@ -1,5 +1,6 @@
 """Workflow runs: one run's derived state and steps, its graph, and cancelling it.
-(Definitions over the API are not built yet: README "Status".)"""
+A workflow run is seen only by callers who can see its namespace (as a run is).
+Definitions: routes/workflow_defs.py."""
 
 from __future__ import annotations
 
@@ -14,15 +15,10 @@ from rota.api.auth import Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import MAX_ID, Name
-from rota.domain.access import Principal
 from rota.domain.workflow_runs import WorkflowRunView
-from rota.errors import WorkflowRunNotFound
 
 router = APIRouter(prefix="/api/v1/workflow-runs", tags=["workflows"])
 WorkflowRunId = Annotated[int, Path(ge=1, le=MAX_ID)]
-# A workflow's steps run in the default namespace: a caller who cannot see it cannot
-# see the workflow run either.
-STEP_NAMESPACE = "default"
 
 
 class WorkflowStepOut(BaseModel):
@@ -35,6 +31,7 @@ class WorkflowStepOut(BaseModel):
 
 class WorkflowRunOut(BaseModel):
     id: int
+    namespace: str
     name: str
     state: str
     created_at: datetime
@@ -46,6 +43,7 @@ class WorkflowRunOut(BaseModel):
     def of(cls, view: WorkflowRunView) -> WorkflowRunOut:
         return cls(
             id=view.id,
+            namespace=view.namespace,
             name=view.name,
             state=view.state.value,
             created_at=view.created_at,
@@ -81,6 +79,7 @@ class WorkflowGraph(BaseModel):
 
 class WorkflowRunSummary(BaseModel):
     id: int
+    namespace: str
     name: str
     created_at: datetime
     cancelled_at: datetime | None
@@ -90,22 +89,16 @@ class WorkflowRunList(BaseModel):
     items: list[WorkflowRunSummary]
 
 
-def _visible(principal: Principal, workflow_run_id: int) -> None:
-    if not principal.can_see(STEP_NAMESPACE):
-        raise WorkflowRunNotFound(workflow_run_id)
-
-
 @router.get("", responses=responses(*AUTHENTICATED))
 async def list_workflow_runs(
     principal: Reader,
     store: StoreDep,
     name: Annotated[Name | None, Query(description="Only runs of this workflow.")] = None,
+    namespace: Annotated[Name | None, Query(description="Only runs in this namespace.")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> WorkflowRunList:
-    """The newest workflow runs, newest first (their state: GET one)."""
-    if not principal.can_see(STEP_NAMESPACE):
-        return WorkflowRunList(items=[])
-    rows = await flows.recent(store, name, limit)
+    """The newest workflow runs the caller can see, newest first (their state: GET one)."""
+    rows = await flows.recent(store, name, limit, namespace, principal.namespaces)
     return WorkflowRunList(items=[WorkflowRunSummary.model_validate(row) for row in rows])
 
 
@@ -115,8 +108,7 @@ async def get_workflow_run(
 ) -> WorkflowRunOut:
     """A workflow run: its derived state (running, succeeded, failed, cancelled), its
     duration, and each step's current run and state (a map's items counted by state)."""
-    _visible(principal, workflow_run_id)
-    return WorkflowRunOut.of(await flows.show(store, workflow_run_id))
+    return WorkflowRunOut.of(await flows.show(store, workflow_run_id, principal.namespaces))
 
 
 @router.get("/{workflow_run_id}/graph", responses=responses(*AUTHENTICATED, 404))
@@ -124,8 +116,7 @@ async def workflow_run_graph(
     workflow_run_id: WorkflowRunId, principal: Reader, store: StoreDep
 ) -> WorkflowGraph:
     """Nodes (steps with their state) and edges (parent -> child) of a workflow run."""
-    _visible(principal, workflow_run_id)
-    view = await flows.show(store, workflow_run_id)
+    view = await flows.show(store, workflow_run_id, principal.namespaces)
     return WorkflowGraph.model_validate(view.graph())
 
 
@@ -138,7 +129,7 @@ async def cancel_workflow_run(
     store: StoreDep,
 ) -> WorkflowRunOut:
     """Cancel every unfinished step: waiting ones at once, running ones are asked to stop."""
-    _visible(principal, workflow_run_id)
-    audit_target(request, f"workflow run {workflow_run_id}")
-    request.state.audit_namespace = STEP_NAMESPACE
-    return WorkflowRunOut.of(await flows.cancel(store, context.clock, workflow_run_id))
+    view = await flows.show(store, workflow_run_id, principal.namespaces)
+    audit_target(request, f"workflow run {workflow_run_id}", view.namespace)
+    reach = principal.namespaces
+    return WorkflowRunOut.of(await flows.cancel(store, context.clock, workflow_run_id, reach))

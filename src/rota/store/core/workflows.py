@@ -205,24 +205,34 @@ class CoreWorkflows(CoreReads):
         payload_json: str,
         steps: Sequence[NewRun],
         now: datetime | None,
+        namespace: str = "default",
+        idempotency_key: str | None = None,
     ) -> int:
-        """Create a workflow run: its row, and one run per step (``steps`` in the order
-        of ``definition.steps``): steps with no parents Pending, the rest Waiting."""
+        """Create a workflow run in ``namespace``: its row, and one run per step
+        (``steps`` in the order of ``definition.steps``, in the same namespace): steps
+        with no parents Pending, the rest Waiting. A repeated ``idempotency_key`` (per
+        namespace and workflow) creates nothing and returns the first one's id."""
 
         async def start(session: Session) -> int:
             params = {
+                "namespace": namespace,
                 "name": definition.name,
                 "definition": json.dumps(definition.to_json()),
                 "payload": payload_json,
+                "idempotency_key": idempotency_key,
             }
-            [row] = await session.rows("insert_workflow_run", params)
+            inserted = await session.rows("insert_workflow_run", params)
+            if not inserted:
+                [first] = await session.rows("workflow_run_by_key", params)
+                return int(first["id"])
+            workflow_run_id = int(inserted[0]["id"])
             workflow_payload = json.loads(payload_json)
             items = [
-                _step_row(run, spec, row["id"], workflow_payload)
+                _step_row(run, spec, workflow_run_id, workflow_payload)
                 for spec, run in zip(definition.steps, steps, strict=True)
             ]
             await session.batch("insert_steps", items, {"aging_seconds": self.aging_seconds})
-            return int(row["id"])
+            return workflow_run_id
 
         return await self._d.in_transaction(now, start)
 
@@ -310,8 +320,20 @@ class CoreWorkflows(CoreReads):
         steps = await self._d.rows("workflow_run_steps", {"id": workflow_run_id})
         return view_from_rows(row, definition_from_json(row["definition"]), steps)
 
-    async def list_workflow_runs(self, name: str | None, limit: int) -> list[Row]:
-        return await self._d.rows("workflow_runs_recent", {"name": name, "limit": limit})
+    async def list_workflow_runs(
+        self,
+        name: str | None,
+        limit: int,
+        namespace: str | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> list[Row]:
+        params = {
+            "name": name,
+            "limit": limit,
+            "namespace": namespace,
+            "namespaces": None if namespaces is None else sorted(namespaces),
+        }
+        return await self._d.rows("workflow_runs_recent", params)
 
 
 def _step_row(

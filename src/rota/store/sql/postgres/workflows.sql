@@ -5,10 +5,19 @@
 -- unfinished items in open_items.
 
 -- name: insert_workflow_run
-INSERT INTO rota_workflow_runs (name, definition, payload, created_at)
-VALUES (%(name)s, %(definition)s::jsonb, %(payload)s::jsonb,
-        COALESCE(%(now)s::timestamptz, now()))
+-- A repeated idempotency key inserts nothing (workflow_run_by_key finds the first).
+INSERT INTO rota_workflow_runs (namespace, name, definition, payload, created_at,
+                                idempotency_key)
+VALUES (%(namespace)s, %(name)s, %(definition)s::jsonb, %(payload)s::jsonb,
+        COALESCE(%(now)s::timestamptz, now()), %(idempotency_key)s)
+ON CONFLICT (namespace, name, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
 RETURNING id;
+
+-- name: workflow_run_by_key
+SELECT id FROM rota_workflow_runs
+WHERE namespace = %(namespace)s AND name = %(name)s
+  AND idempotency_key = %(idempotency_key)s;
 
 -- name: insert_steps
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
@@ -117,8 +126,11 @@ WHERE workflow_run_id = %(workflow_run_id)s AND map_index IS NULL
 RETURNING id;
 
 -- name: workflow_runs_recent
-SELECT id, name, created_at, cancelled_at FROM rota_workflow_runs
+-- %(namespaces)s is the caller's reach (NULL: every namespace).
+SELECT id, namespace, name, created_at, cancelled_at FROM rota_workflow_runs
 WHERE name = COALESCE(%(name)s::text, name)
+  AND namespace = COALESCE(%(namespace)s::text, namespace)
+  AND (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
 ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: workflow_run_steps
@@ -144,8 +156,9 @@ ORDER BY j.idx
 RETURNING id;
 
 -- name: workflow_runs_by_id
-SELECT id, name, definition, payload, created_at, cancelled_at FROM rota_workflow_runs
-WHERE id = %(id)s;
+SELECT id, namespace, name, definition, payload, created_at, cancelled_at
+FROM rota_workflow_runs WHERE id = %(id)s;
+
 
 -- name: workflow_finished_event
 -- The transaction that made a workflow run's derived state final writes its event to

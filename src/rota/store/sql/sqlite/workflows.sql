@@ -5,9 +5,17 @@
 -- unfinished items in open_items.
 
 -- name: insert_workflow_run
-INSERT INTO rota_workflow_runs (name, definition, payload, created_at)
-VALUES (:name, :definition, :payload, :now)
+-- A repeated idempotency key inserts nothing (workflow_run_by_key finds the first).
+INSERT INTO rota_workflow_runs (namespace, name, definition, payload, created_at,
+                                idempotency_key)
+VALUES (:namespace, :name, :definition, :payload, :now, :idempotency_key)
+ON CONFLICT (namespace, name, idempotency_key) WHERE idempotency_key IS NOT NULL
+DO NOTHING
 RETURNING id;
+
+-- name: workflow_run_by_key
+SELECT id FROM rota_workflow_runs
+WHERE namespace = :namespace AND name = :name AND idempotency_key = :idempotency_key;
 
 -- name: insert_steps
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
@@ -97,8 +105,10 @@ WHERE workflow_run_id = :workflow_run_id AND map_index IS NULL
 RETURNING id;
 
 -- name: workflow_runs_recent
-SELECT id, name, created_at, cancelled_at FROM rota_workflow_runs
-WHERE name = COALESCE(:name, name)
+-- :namespaces is the caller's reach (NULL: every namespace).
+SELECT id, namespace, name, created_at, cancelled_at FROM rota_workflow_runs
+WHERE name = COALESCE(:name, name) AND namespace = COALESCE(:namespace, namespace)
+  AND (:namespaces IS NULL OR namespace IN (SELECT value FROM json_each(:namespaces)))
 ORDER BY id DESC LIMIT :limit;
 
 -- name: workflow_run_steps
@@ -122,8 +132,9 @@ ORDER BY j.key
 RETURNING id;
 
 -- name: workflow_runs_by_id
-SELECT id, name, definition, payload, created_at, cancelled_at FROM rota_workflow_runs
-WHERE id = :id;
+SELECT id, namespace, name, definition, payload, created_at, cancelled_at
+FROM rota_workflow_runs WHERE id = :id;
+
 
 -- name: workflow_finished_event
 -- The transaction that made a workflow run's derived state final writes its event to
