@@ -32,7 +32,8 @@ TABLES = (
     "rota_runs, rota_attempts, rota_run_logs, rota_jobs, rota_leases, rota_leader_terms,"
     " rota_limits, rota_workers, rota_api_keys, rota_audit_log, rota_workflow_runs,"
     " rota_webhook_subscriptions, rota_webhook_deliveries, rota_rates, rota_rate_starts,"
-    " rota_breaker_rules, rota_breakers, rota_breaker_transitions"
+    " rota_breaker_rules, rota_breakers, rota_breaker_transitions, rota_events,"
+    " rota_event_subscriptions"
 )
 
 
