@@ -27,6 +27,7 @@ from rota.api.routes import (
     access,
     breakers,
     cluster,
+    events,
     jobs,
     metrics,
     public,
@@ -99,6 +100,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         public.health_router,
         metrics.router,
         workflows.router,
+        events.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:
