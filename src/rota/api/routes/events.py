@@ -86,14 +86,14 @@ async def list_events(
 
 
 @router.get("/subscriptions", responses=responses(*AUTHENTICATED))
-async def list_subscriptions(principal: Reader, store: StoreDep) -> EventSubscriptionList:
+async def list_event_subscriptions(principal: Reader, store: StoreDep) -> EventSubscriptionList:
     """Which jobs run on which events, in the namespaces the caller can see."""
     found = await events.list_subscriptions(store, principal.namespaces)
     return EventSubscriptionList(items=[EventSubscriptionOut.of(s) for s in found])
 
 
 @router.put("/subscriptions", responses=responses(*AUTHENTICATED, 404))
-async def subscribe(
+async def subscribe_job_to_event(
     request: Request,
     principal: Manager,
     context: Context,
@@ -113,7 +113,7 @@ async def subscribe(
 
 
 @router.delete("/subscriptions", status_code=204, responses=responses(*AUTHENTICATED, 404))
-async def unsubscribe(
+async def unsubscribe_job_from_event(
     request: Request,
     principal: Manager,
     store: StoreDep,
