@@ -18,7 +18,7 @@ from tests.waiting import wait_for_state
 def _receipts_app(app: rota.App, seen: list[Any]) -> None:
     @app.handler("send-receipt")
     async def send_receipt(ctx: rota.RunContext, payload: dict[str, Any]) -> None:
-        seen.append(payload)
+        seen.append((ctx.idempotency_key.rsplit(":", 1)[-1], payload))
 
     app.schedule("receipts", handler="send-receipt")
 
@@ -42,7 +42,8 @@ async def test_a_subscribed_job_runs_once_with_the_event(make_app: Any) -> None:
         async with working(app):
             [run_id] = first.run_ids
             await wait_for_state(await app.store(), run_id, RunState.SUCCEEDED)
-        assert seen == [{"event": "order.created", "id": "o-1", "payload": {"region": "eu"}}]
+        assert seen == [("o-1", {"region": "eu"})]
+        assert app.get_run(run_id).correlation_id == "o-1"
         listed = app.list_events(name="order.created")
         assert [(e.event_id, e.runs_created) for e in listed] == [("o-2", 0), ("o-1", 1)]
     finally:

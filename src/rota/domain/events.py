@@ -15,7 +15,6 @@ is not an object, or a missing key, does not match.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -157,23 +156,21 @@ def event_key(subscription_id: int, event_id: str) -> str:
     return f"rota:event:{subscription_id}:{event_id}"
 
 
-def event_envelope(name: str, event_id: str, payload: Any) -> str:
-    """What a subscribed run's handler receives: the event, not just its payload, so
-    it can tell which event (and which delivery of it) it serves."""
-    return json.dumps({"event": name, "id": event_id, "payload": payload}, separators=(",", ":"))
-
-
-def event_run(job: Job, subscription_id: int, name: str, event_id: str, payload: Any) -> NewRun:
-    """The run a published event makes for a subscribed job."""
+def event_run(job: Job, subscription_id: int, event: NewEvent) -> NewRun:
+    """The run a published event makes for a subscribed job. Like a trigger with a
+    payload, the event's payload replaces the job's (so a typed handler reads it as
+    its own type); the run's correlation id is the event's id, so logs and the run
+    say which event caused it."""
     spec = job.spec
     return NewRun(
         handler=spec.handler,
-        payload_json=event_envelope(name, event_id, payload),
+        payload_json=event.payload_json,
         queue=spec.queue,
         priority=spec.priority,
         max_attempts=spec.max_attempts,
         timeout=spec.timeout,
-        idempotency_key=event_key(subscription_id, event_id),
+        idempotency_key=event_key(subscription_id, event.event_id),
         namespace=spec.namespace,
         job_id=job.id,
+        correlation_id=event.event_id,
     )

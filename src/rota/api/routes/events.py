@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
@@ -35,7 +35,9 @@ def _reachable(principal: Principal, namespace: str) -> None:
         raise InvalidArgument("namespace", namespace, "a namespace your credentials cover")
 
 
-PUBLISHED_BEFORE = {200: {"model": EventPublished, "description": "Published before: no new run"}}
+PUBLISHED_BEFORE: dict[int | str, dict[str, Any]] = {
+    200: {"model": EventPublished, "description": "Published before: no new run"}
+}
 
 
 @router.post("", status_code=201, responses={**responses(*AUTHENTICATED), **PUBLISHED_BEFORE})

@@ -60,7 +60,7 @@ async def publish_in(session: Session, event: NewEvent, aging_seconds: float) ->
         return Published(event_from_row(existing), created=False, run_ids=())
     stored = event_from_row(inserted[0])
     runs = [
-        event_run(job, row["subscription_id"], event.name, event.event_id, stored.payload)
+        event_run(job, row["subscription_id"], event)
         for row, job in _subscribers(await session.rows("event_subscribers", key))
         if matches(_filter_of(row), stored.payload)
     ]
