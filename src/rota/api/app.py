@@ -25,6 +25,7 @@ from rota.api.middleware import EdgeMiddleware
 from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.routes import (
     access,
+    backfill,
     breakers,
     cluster,
     events,
@@ -101,6 +102,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         metrics.router,
         workflows.router,
         events.router,
+        backfill.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:
