@@ -100,3 +100,17 @@ def test_workflow_example_runs_as_printed(tmp_path: Path):
         "succeeded [('extract', 'succeeded'), ('load-region', 'succeeded'),"
         " ('report', 'succeeded')]"
     )
+
+
+def test_events_example_runs_as_printed(tmp_path: Path):
+    blocks = _python_blocks()
+    events = next(b for b in blocks if "app.publish(" in b)
+    (tmp_path / "tasks.py").write_text(blocks[0])
+    script = "from tasks import app\nimport rota\n" + events
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    printed = re.search(r"# prints (.*?)  ", events)
+    assert printed is not None
+    assert result.stdout.strip().splitlines()[-1] == printed.group(1)
