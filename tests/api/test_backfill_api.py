@@ -63,7 +63,8 @@ async def test_manual_unknown_and_unreachable_jobs(
     manual = {"name": "manual", "handler": "anything"}
     assert (await client.post("/api/v1/jobs", json=manual, headers=admin)).status_code == 201
     refused = await client.post("/api/v1/jobs/manual/backfill", json=AUTUMN_WEEK, headers=admin)
-    assert refused.status_code == 422 and "manual job has no slots" in refused.text
+    assert refused.status_code == 422
+    assert "manual job has no slots" in refused.text
     missing = await client.post("/api/v1/jobs/nope/backfill", json=AUTUMN_WEEK, headers=admin)
     assert missing.status_code == 404
     reader = auth(scopes=("jobs:read",))

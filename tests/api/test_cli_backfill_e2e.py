@@ -33,6 +33,8 @@ def test_backfill_a_dst_week_twice_and_the_refusals(server: str) -> None:
     months = ("--from", "2026-01-01T00:00Z", "--to", "2026-03-01T00:00Z")
     unconfirmed = rota(server, token, "jobs", "backfill", "hourly", *months)
     assert unconfirmed.returncode == 1
-    assert "slot count: 1416" in unconfirmed.stderr and "--yes" in unconfirmed.stderr
+    assert "slot count: 1416" in unconfirmed.stderr
+    assert "--yes" in unconfirmed.stderr
     naive = rota(server, token, "jobs", "backfill", "hourly", "--from", "2026-01-01", "--to", "x")
-    assert naive.returncode == 2 and "no UTC offset" in naive.stderr
+    assert naive.returncode == 2
+    assert "no UTC offset" in naive.stderr

@@ -82,7 +82,8 @@ async def test_an_event_reaches_only_its_own_namespace(store: Store) -> None:
     assert (await events(store).publish(order("o-5", {}), T0)).run_ids == ()
     shop = NewEvent(name="order.created", event_id="o-5", payload_json="{}", namespace="shop")
     published = await events(store).publish(shop, T0)
-    assert published.created and len(published.run_ids) == 1
+    assert published.created
+    assert len(published.run_ids) == 1
 
 
 async def test_paused_or_deleted_or_unsubscribed_jobs_make_no_runs(store: Store) -> None:
@@ -104,7 +105,8 @@ async def test_subscribing_again_replaces_the_filter(store: Store) -> None:
     receipts = await job(store, "receipts")
     first = await events(store).subscribe_job(receipts, "order.created", {"region": "eu"}, T0)
     second = await events(store).subscribe_job(receipts, "order.created", {"region": "us"}, at(1))
-    assert second.id == first.id and second.filter == {"region": "us"}
+    assert second.id == first.id
+    assert second.filter == {"region": "us"}
     [listed] = await events(store).list_subscriptions_to_events(["default"])
     assert (listed.job_name, listed.event_name, listed.filter) == (
         "receipts",
@@ -137,7 +139,8 @@ async def test_retention_prunes_old_events_and_lets_their_id_publish_again(store
     # Pruned, the event is forgotten; while its run is kept, the run's key still holds.
     first_run = (await all_runs(store))[0]
     again = await events(store).publish(order("old", {}), at(200))
-    assert again.created and again.run_ids == (first_run.id,)
+    assert again.created
+    assert again.run_ids == (first_run.id,)
     assert again.event.runs_created == 0
     assert len(await all_runs(store)) == 2
 

@@ -86,7 +86,8 @@ def test_publish_inside_the_callers_transaction(pg_clean: str) -> None:
             committed = app.publish("order.created", {"n": 2}, event_id="b", connection=conn)
             repeated = app.publish("order.created", {"n": 2}, event_id="b", connection=conn)
             conn.commit()
-        assert rolled_back.created and len(rolled_back.run_ids) == 1
+        assert rolled_back.created
+        assert len(rolled_back.run_ids) == 1
         assert (repeated.created, repeated.run_ids) == (False, ())
         assert [e.event_id for e in app.list_events()] == ["b"]
         assert [run.id for run in app.list_runs(limit=10)] == list(committed.run_ids)
