@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -41,15 +42,7 @@ class EventOut(BaseModel):
 
     @classmethod
     def of(cls, event: Event) -> EventOut:
-        return cls(
-            id=event.id,
-            namespace=event.namespace,
-            name=event.name,
-            event_id=event.event_id,
-            payload=event.payload,
-            published_at=event.published_at,
-            runs_created=event.runs_created,
-        )
+        return cls(**asdict(event))
 
 
 class EventPublished(BaseModel):

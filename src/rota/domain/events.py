@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rota.domain.jobs import Job
+from rota.domain.jobs import Job, manual_run
 from rota.domain.runs import NewRun, check_name
 from rota.domain.values import check_json_text, check_text, encode_json
 from rota.errors import InvalidArgument
@@ -157,20 +157,9 @@ def event_key(subscription_id: int, event_id: str) -> str:
 
 
 def event_run(job: Job, subscription_id: int, event: NewEvent) -> NewRun:
-    """The run a published event makes for a subscribed job. Like a trigger with a
-    payload, the event's payload replaces the job's (so a typed handler reads it as
-    its own type); the run's correlation id is the event's id, so logs and the run
-    say which event caused it."""
-    spec = job.spec
-    return NewRun(
-        handler=spec.handler,
-        payload_json=event.payload_json,
-        queue=spec.queue,
-        priority=spec.priority,
-        max_attempts=spec.max_attempts,
-        timeout=spec.timeout,
-        idempotency_key=event_key(subscription_id, event.event_id),
-        namespace=spec.namespace,
-        job_id=job.id,
-        correlation_id=event.event_id,
-    )
+    """The run a published event makes for a subscribed job: the job's manual run with
+    the event's payload (as a trigger with a payload replaces the job's, so a typed
+    handler reads it as its own type), keyed by (subscription, event id), and the
+    event's id as its correlation id, so logs and the run say which event caused it."""
+    key = event_key(subscription_id, event.event_id)
+    return manual_run(job, event.payload_json, key, correlation_id=event.event_id)

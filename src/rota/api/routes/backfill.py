@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated
 
@@ -75,12 +76,4 @@ async def backfill_job(
         body.start, body.end, body.max_in_flight, body.confirm, body.limit, body.dry_run
     )
     result = await backfill.backfill(store, context.clock, namespace, name, asked)
-    return BackfillOut(
-        total=result.total,
-        slots=result.slots,
-        created=result.created,
-        existing=result.existing,
-        first_slot=result.first_slot,
-        last_slot=result.last_slot,
-        next_from=result.next_from,
-    )
+    return BackfillOut(**asdict(result))

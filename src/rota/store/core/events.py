@@ -106,13 +106,7 @@ class CoreEvents(CoreBase):
     async def prune_events(
         self, older_than: datetime, limit: int, leader_term: int | None = None
     ) -> int:
-        async def prune(session: Session) -> int:
-            if not await self._term_holds(session, leader_term):
-                return 0
-            params = {"older_than": older_than, "limit": limit}
-            return len(await session.rows("prune_events", params))
-
-        return await self._d.in_transaction(None, prune)
+        return await self._prune("prune_events", older_than, limit, leader_term)
 
     async def subscribe_job(
         self, job: Job, event_name: str, event_filter: dict[str, Any], now: datetime | None
