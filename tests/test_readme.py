@@ -61,32 +61,28 @@ def test_schedule_and_control_examples_run(tmp_path: Path):
     assert limits == "[('queue', 'gpu-work', 8)]"
 
 
-def test_rate_limit_example_runs_as_printed(tmp_path: Path):
+def _runs_as_printed(tmp_path: Path, call: str) -> None:
+    """The block calling ``call`` runs after tasks.py and prints what its
+    ``# prints ...`` comment says (the comment's own words end at two spaces)."""
     blocks = _python_blocks()
-    rates = next(b for b in blocks if "app.set_rate(" in b)
+    block = next(b for b in blocks if call in b)
     (tmp_path / "tasks.py").write_text(blocks[0])
-    script = "from tasks import app\nimport rota\n" + rates
+    script = "from tasks import app\nimport rota\n" + block
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    printed = re.search(r"# prints (.*?)  ", rates)
+    printed = re.search(r"# prints (.*?)  ", block)
     assert printed is not None
     assert result.stdout.strip().splitlines()[-1] == printed.group(1)
+
+
+def test_rate_limit_example_runs_as_printed(tmp_path: Path):
+    _runs_as_printed(tmp_path, "app.set_rate(")
 
 
 def test_breaker_example_runs_as_printed(tmp_path: Path):
-    blocks = _python_blocks()
-    breakers = next(b for b in blocks if "app.list_breakers(" in b)
-    (tmp_path / "tasks.py").write_text(blocks[0])
-    script = "from tasks import app\nimport rota\n" + breakers
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    printed = re.search(r"# prints (.*?)  ", breakers)
-    assert printed is not None
-    assert result.stdout.strip().splitlines()[-1] == printed.group(1)
+    _runs_as_printed(tmp_path, "app.list_breakers(")
 
 
 def test_workflow_example_runs_as_printed(tmp_path: Path):
@@ -112,3 +108,7 @@ def test_workflow_template_example_runs_as_printed(tmp_path: Path):
     assert schedule == "rota.start-workflow"
     readme = (REPO / "README.md").read_text()
     assert f"prints `{refused}` last" in readme
+
+
+def test_events_example_runs_as_printed(tmp_path: Path):
+    _runs_as_printed(tmp_path, "app.publish(")

@@ -20,12 +20,13 @@ from typing import Any
 
 import structlog
 
-from rota import flows, loops, schedules, services, workflow_schedules
-from rota.bootstrap import caller_connection_enqueue
+from rota import events, flows, loops, schedules, services, workflow_schedules
+from rota.bootstrap import caller_connection_enqueue, caller_connection_publish
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
 from rota.context import RunContext
 from rota.domain.breakers import Breaker, BreakerRow
+from rota.domain.events import Event, Published, Subscription
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
@@ -39,7 +40,7 @@ from rota.handlers import HandlerFn, Registry, make_spec
 from rota.loop_stores import LoopStores
 from rota.node import Node, NodeRoles
 from rota.services import RunDetail, RunRequest
-from rota.store.optional import CallerConnectionEnqueue
+from rota.store.optional import CallerConnectionEnqueue, CallerConnectionPublish
 from rota.store.port import LeaderInfo, Store
 from rota.worker import DEFAULT_CONCURRENCY, Worker, WorkerOptions
 from rota.worker_http import WorkerHttp, serving
@@ -318,6 +319,68 @@ class App:
     def workflow_run(self, workflow_run_id: int) -> WorkflowRunView:
         """A workflow run: its derived state, duration, steps and graph."""
         return self._stores.use(flows.show, workflow_run_id)
+
+    # -- events (rota.events) ---------------------------------------------------
+    def publish(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        event_id: str | None = None,
+        namespace: str = "default",
+        connection: Any = None,
+    ) -> Published:
+        """Publish an event: every job subscribed to ``name`` whose filter matches gets
+        one run, in the same transaction. The same ``event_id`` again (in the namespace,
+        for the name) creates nothing. ``connection`` (PostgreSQL): a psycopg connection
+        whose open transaction the event and its runs are written in."""
+        event = events.new_event(name, payload, event_id, namespace)
+        if connection is not None:
+            port = self._caller_publish()
+            return port.publish_on_sync(connection, event, self.clock.db_now())
+        return self._stores.use(events.publish, self.clock, event)
+
+    async def publish_async(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        event_id: str | None = None,
+        namespace: str = "default",
+        connection: Any = None,
+    ) -> Published:
+        """The same as :meth:`publish`, from async code (``connection`` may be async)."""
+        event = events.new_event(name, payload, event_id, namespace)
+        if connection is not None:
+            return await self._caller_publish().publish_on(connection, event, self.clock.db_now())
+        return await events.publish(await self.store(), self.clock, event)
+
+    def _caller_publish(self) -> CallerConnectionPublish:
+        port = caller_connection_publish(self.settings)
+        if port is None:
+            raise UnsupportedFeature("publish(connection=...) needs the PostgreSQL store")
+        return port
+
+    def subscribe(
+        self,
+        event_name: str,
+        *,
+        job: str,
+        where: dict[str, Any] | None = None,
+        namespace: str = "default",
+    ) -> Subscription:
+        """Make the job ``job`` run once per published ``event_name`` whose payload
+        matches ``where`` (payload paths to values, e.g. ``{"customer.tier": "gold"}``;
+        see rota.domain.events). Subscribing again replaces ``where``."""
+        return self._stores.use(events.subscribe, self.clock, job, event_name, where, namespace)
+
+    def unsubscribe(self, event_name: str, *, job: str, namespace: str = "default") -> bool:
+        return self._stores.use(events.unsubscribe, job, event_name, namespace)
+
+    def list_events(self, **filters: Any) -> list[Event]:
+        """Published events, newest first (``name=``, ``namespace=``, ``before_id=``,
+        ``limit=``)."""
+        return self._stores.use(events.list_events, **filters)
 
     # -- jobs and schedules -------------------------------------------------
     def schedule(

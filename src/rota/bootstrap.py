@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from rota.config import Settings, check_url
 from rota.errors import SchemaMismatch
-from rota.store.optional import CallerConnectionEnqueue, HandlerTransactions
+from rota.store.optional import (
+    CallerConnectionEnqueue,
+    CallerConnectionPublish,
+    HandlerTransactions,
+)
 from rota.store.port import Store
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -51,6 +55,15 @@ def handler_transactions(store: Store) -> HandlerTransactions | None:
 
 def caller_connection_enqueue(settings: Settings) -> CallerConnectionEnqueue | None:
     """The port that enqueues on the caller's own connection (PostgreSQL only)."""
+    if not check_url(settings.database_url).startswith(POSTGRES_SCHEMES):
+        return None
+    from rota.store.postgres import PostgresCallerEnqueue
+
+    return PostgresCallerEnqueue(settings.aging_seconds)
+
+
+def caller_connection_publish(settings: Settings) -> CallerConnectionPublish | None:
+    """The port that publishes events on the caller's own connection (PostgreSQL only)."""
     if not check_url(settings.database_url).startswith(POSTGRES_SCHEMES):
         return None
     from rota.store.postgres import PostgresCallerEnqueue

@@ -13,7 +13,16 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from rota import cli_api, cli_webhooks, cli_workflows, logs, loops, services
+from rota import (
+    cli_api,
+    cli_backfill,
+    cli_events,
+    cli_webhooks,
+    cli_workflows,
+    logs,
+    loops,
+    services,
+)
 from rota import schedules as schedules_service
 from rota.bootstrap import open_store
 from rota.bootstrap import upgrade as upgrade_schema
@@ -302,6 +311,8 @@ def enqueue(
 for _command in cli_api.COMMANDS:
     main.add_command(_command)
 main.add_command(cli_webhooks.webhooks)
+main.add_command(cli_events.events)
+cli_api.jobs.add_command(cli_backfill.backfill)
 # A job with a trigger is a schedule: `rota schedules list|pause|resume|...` is the same
 # group under the name operators look for first.
 main.add_command(cli_api.jobs, name="schedules")

@@ -54,6 +54,8 @@ class Settings:
     planner_horizon_seconds: float = 15.0
     # Finished runs older than this are pruned (with their attempts and logs).
     retention_seconds: float = 7 * 24 * 3600.0
+    # Published events are kept this long (listed, and deduplicated by id), then pruned.
+    event_retention_seconds: float = 7 * 24 * 3600.0
     shutdown_grace_seconds: float = 30.0
     # How long a handler that ignores cancellation gets before its attempt is recorded
     # Cancelled anyway and its task abandoned.
@@ -93,6 +95,7 @@ class Settings:
             "vacuum_interval_seconds",
             "planner_horizon_seconds",
             "retention_seconds",
+            "event_retention_seconds",
             "cancel_grace_seconds",
             "handler_pool_wait_seconds",
             "handler_idle_in_transaction_seconds",

@@ -26,6 +26,7 @@ from rota.errors import RotaError
 from rota.leader import LeaderElector
 from rota.observe import cluster, hooks
 from rota.planner import Planner, TickReport
+from rota.store.event_port import EventStore
 from rota.store.port import Store
 from rota.store.webhook_port import WebhookStore
 from rota.supervise import (
@@ -125,6 +126,8 @@ class Housekeeper:
         workflows = await self.store.prune_workflow_runs(cutoff, PRUNE_BATCH, term)
         if workflows:
             log.info("pruned finished workflow runs", count=workflows)
+        event_cutoff = now - timedelta(seconds=self.settings.event_retention_seconds)
+        await cast(EventStore, self.store).prune_events(event_cutoff, PRUNE_BATCH, term)
         return await self.store.prune_finished(cutoff, PRUNE_BATCH, term)
 
     async def reap_cycle(self, term: int | None = None) -> None:

@@ -188,6 +188,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Events
+         * @description Published events the caller can see, newest first, in keyset pages. Events are
+         *     kept for ROTA_EVENT_RETENTION_SECONDS (7 days by default).
+         */
+        get: operations["list_events"];
+        put?: never;
+        /**
+         * Publish Event
+         * @description Publish an event: each job subscribed to its name whose filter matches gets one
+         *     run, in the same transaction. 201 when stored; 200 when the same name and id were
+         *     published before (nothing new is created).
+         */
+        post: operations["publish_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Event Subscriptions
+         * @description Which jobs run on which events, in the namespaces the caller can see.
+         */
+        get: operations["list_event_subscriptions"];
+        /**
+         * Subscribe Job To Event
+         * @description Subscribe a job to an event name (putting it again replaces the filter). Only
+         *     events published afterwards run it.
+         */
+        put: operations["subscribe_job_to_event"];
+        post?: never;
+        /**
+         * Unsubscribe Job From Event
+         * @description The job no longer runs on the event (204 whether or not it was subscribed).
+         */
+        delete: operations["unsubscribe_job_from_event"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/handlers": {
         parameters: {
             query?: never;
@@ -258,6 +314,28 @@ export interface paths {
          * @description Change the fields given. Planning carries on unless the schedule changed.
          */
         patch: operations["update_job"];
+        trace?: never;
+    };
+    "/api/v1/jobs/{name}/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Backfill Job
+         * @description One run per slot of the job's schedule in [from, to); running it again
+         *     creates nothing new. More than 1,000 slots need ``confirm``; more than 10,000 are
+         *     refused (split the range).
+         */
+        post: operations["backfill_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/jobs/{name}/pause": {
@@ -960,6 +1038,78 @@ export interface components {
             /** Next Cursor */
             next_cursor: string | null;
         };
+        /**
+         * BackfillBody
+         * @description Slots of the job's schedule at or after ``from`` and before ``to``, in the
+         *     schedule's own time zone and DST rules.
+         * @example {
+         *       "from": "2026-10-19T00:00:00+02:00",
+         *       "to": "2026-10-26T00:00:00+01:00"
+         *     }
+         */
+        BackfillBody: {
+            /**
+             * Confirm
+             * @description Needed for more than 1000 slots.
+             * @default false
+             */
+            confirm?: boolean;
+            /**
+             * Dry Run
+             * @description Count the slots; write nothing.
+             * @default false
+             */
+            dry_run?: boolean;
+            /**
+             * From
+             * Format: date-time
+             */
+            from: string;
+            /**
+             * Limit
+             * @description Handle only the first this many slots (see next_from).
+             */
+            limit?: number | null;
+            /**
+             * Max In Flight
+             * @description At most this many of the backfill's runs run at once.
+             */
+            max_in_flight?: number | null;
+            /**
+             * To
+             * Format: date-time
+             */
+            to: string;
+        };
+        /** BackfillOut */
+        BackfillOut: {
+            /** Created */
+            created: number;
+            /**
+             * Existing
+             * @description Slots that had a run already (nothing new made).
+             */
+            existing: number;
+            /** First Slot */
+            first_slot: string | null;
+            /** Last Slot */
+            last_slot: string | null;
+            /**
+             * Next From
+             * @description Where the rest of the range begins (pass as from); null when done.
+             */
+            next_from: string | null;
+            /**
+             * Slots
+             * @description Slots this call handled.
+             */
+            slots: number;
+            /**
+             * Total
+             * @description Slots in the whole range.
+             */
+            total: number;
+        };
         /** BreakerList */
         BreakerList: {
             /** Items */
@@ -1131,6 +1281,98 @@ export interface components {
             tags?: string[] | null;
             /** Timeout Seconds */
             timeout_seconds?: number | null;
+        };
+        /** EventOut */
+        EventOut: {
+            /** Event Id */
+            event_id: string;
+            /**
+             * Id
+             * @description The event's row id (the keyset cursor's key).
+             */
+            id: number;
+            /** Name */
+            name: string;
+            /** Namespace */
+            namespace: string;
+            /** Payload */
+            payload: unknown;
+            /**
+             * Published At
+             * Format: date-time
+             */
+            published_at: string;
+            /** Runs Created */
+            runs_created: number;
+        };
+        /** EventPage */
+        EventPage: {
+            /** Items */
+            items: components["schemas"]["EventOut"][];
+            /**
+             * Next Cursor
+             * @description Pass as ?cursor= for the next (older) page; null on the last page.
+             */
+            next_cursor: string | null;
+        };
+        /**
+         * EventPublish
+         * @description An event. The same ``name`` and ``id`` again (in the namespace) is the same
+         *     event: nothing new is created. Without ``id`` a random one is given (then a retried
+         *     request is a new event). ``payload``: at most 65,536 bytes of JSON (MAX_EVENT_PAYLOAD_BYTES).
+         * @example {
+         *       "id": "order-8812",
+         *       "name": "order.created",
+         *       "payload": {
+         *         "total": 42
+         *       }
+         *     }
+         */
+        EventPublish: {
+            /** Id */
+            id?: string | null;
+            /**
+             * Name
+             * @example nightly-report
+             */
+            name: string;
+            payload?: components["schemas"]["JsonValue"];
+        };
+        /**
+         * EventPublished
+         * @description ``created`` false: the event was published before; ``run_ids`` is empty then.
+         */
+        EventPublished: {
+            /** Created */
+            created: boolean;
+            event: components["schemas"]["EventOut"];
+            /** Run Ids */
+            run_ids: number[];
+        };
+        /** EventSubscriptionList */
+        EventSubscriptionList: {
+            /** Items */
+            items: components["schemas"]["EventSubscriptionOut"][];
+        };
+        /** EventSubscriptionOut */
+        EventSubscriptionOut: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Event */
+            event: string;
+            /** Filter */
+            filter: {
+                [key: string]: unknown;
+            };
+            /** Id */
+            id: number;
+            /** Job */
+            job: string;
+            /** Namespace */
+            namespace: string;
         };
         /**
          * EventType
@@ -1565,7 +1807,7 @@ export interface components {
          * Scope
          * @enum {string}
          */
-        Scope: "jobs:read" | "jobs:trigger" | "jobs:manage" | "jobs:admin" | "metrics:read";
+        Scope: "jobs:read" | "jobs:trigger" | "jobs:manage" | "jobs:admin" | "metrics:read" | "events:write";
         /** SubscriptionCreate */
         SubscriptionCreate: {
             /** Event Types */
@@ -1637,6 +1879,34 @@ export interface components {
             updated_at: string;
             /** Url */
             url: string;
+        };
+        /**
+         * SubscriptionPut
+         * @description Subscribe ``job`` to the event ``event``; ``filter`` maps payload paths (dotted
+         *     keys) to the values they must equal. Putting it again replaces the filter.
+         * @example {
+         *       "event": "order.created",
+         *       "filter": {
+         *         "region": "eu"
+         *       },
+         *       "job": "receipts"
+         *     }
+         */
+        SubscriptionPut: {
+            /**
+             * Event
+             * @example nightly-report
+             */
+            event: string;
+            /** Filter */
+            filter?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /**
+             * Job
+             * @example nightly-report
+             */
+            job: string;
         };
         /**
          * SubscriptionUpdate
@@ -2895,6 +3165,429 @@ export interface operations {
             };
         };
     };
+    list_events: {
+        parameters: {
+            query?: {
+                /** @description Only this namespace. */
+                namespace?: string | null;
+                /** @description Only events of this name. */
+                name?: string | null;
+                limit?: number;
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    publish_event: {
+        parameters: {
+            query?: {
+                /** @description The namespace of the event or job. */
+                namespace?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventPublish"];
+            };
+        };
+        responses: {
+            /** @description Published before: no new run */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPublished"];
+                };
+            };
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPublished"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_event_subscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventSubscriptionList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    subscribe_job_to_event: {
+        parameters: {
+            query?: {
+                /** @description The namespace of the event or job. */
+                namespace?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionPut"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventSubscriptionOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unsubscribe_job_from_event: {
+        parameters: {
+            query: {
+                /** @description The event name. */
+                event: string;
+                /** @description The subscribed job. */
+                job: string;
+                /** @description The namespace of the event or job. */
+                namespace?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     list_handlers: {
         parameters: {
             query?: never;
@@ -3349,6 +4042,98 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    backfill_job: {
+        parameters: {
+            query?: {
+                /** @description The job's namespace. */
+                namespace?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillOut"];
                 };
             };
             /** @description Unauthorized */

@@ -25,8 +25,10 @@ from rota.api.middleware import EdgeMiddleware
 from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.routes import (
     access,
+    backfill,
     breakers,
     cluster,
+    events,
     jobs,
     metrics,
     public,
@@ -101,6 +103,8 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         metrics.router,
         workflows.router,
         workflow_defs.router,
+        events.router,
+        backfill.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:

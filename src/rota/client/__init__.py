@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from rota.client import calls, webhook_calls, workflow_calls
+from rota.client import backfill_calls, calls, event_calls, webhook_calls, workflow_calls
 from rota.client.calls import JsonObject, RunNotFinished
 from rota.client.doors import (
     ApiError,
@@ -69,6 +69,12 @@ class _Calls:
     rotate_webhook_secret = door_call(webhook_calls.rotate_webhook_secret)
     webhook_deliveries = door_call(webhook_calls.webhook_deliveries)
     redeliver = door_call(webhook_calls.redeliver)
+    backfill_job = door_call(backfill_calls.backfill_job)
+    publish_event = door_call(event_calls.publish_event)
+    list_events = door_call(event_calls.list_events)
+    list_event_subscriptions = door_call(event_calls.list_event_subscriptions)
+    subscribe_job = door_call(event_calls.subscribe_job)
+    unsubscribe_job = door_call(event_calls.unsubscribe_job)
 
 
 class RotaClient(_Calls, SyncDoor):

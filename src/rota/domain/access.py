@@ -27,6 +27,7 @@ class Scope(StrEnum):
     MANAGE = "jobs:manage"  # define jobs: create, update, delete, pause, resume
     ADMIN = "jobs:admin"  # the cluster and access: drain workers, API keys, audit log
     METRICS = "metrics:read"  # scrape /metrics (filtered to the caller's namespaces)
+    EVENTS = "events:write"  # publish events (which runs the jobs subscribed to them)
 
 
 class Role(StrEnum):
@@ -39,7 +40,7 @@ class Role(StrEnum):
 # Roles are names for the usual sets.
 ROLE_SCOPES: dict[Role, frozenset[Scope]] = {
     Role.VIEWER: frozenset({Scope.READ}),
-    Role.OPERATOR: frozenset({Scope.READ, Scope.TRIGGER, Scope.MANAGE}),
+    Role.OPERATOR: frozenset({Scope.READ, Scope.TRIGGER, Scope.MANAGE, Scope.EVENTS}),
     Role.ADMIN: frozenset(Scope),
 }
 

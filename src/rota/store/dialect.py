@@ -135,3 +135,18 @@ class OneShot:
 
     async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
         return await self._d.copy_runs(runs, aging_seconds, self._now)
+
+
+def drive(body: Body[T], session: Session) -> T:
+    """Run ``body`` to its end here, synchronously: it awaits only ``session``, whose
+    calls never suspend (SQLite's thread, a caller's plain psycopg connection). Anything
+    else it awaited would need an event loop this thread does not run: that is a bug,
+    said as such."""
+    coroutine = body(session)
+    try:
+        coroutine.send(None)  # type: ignore[attr-defined]
+    except StopIteration as finished:
+        result: T = finished.value
+        return result
+    coroutine.close()  # type: ignore[attr-defined]
+    raise StoreError("a synchronous transaction awaited something other than its session")

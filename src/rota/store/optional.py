@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from rota.domain.events import NewEvent, Published
 from rota.domain.runs import Enqueued, NewRun, Outcome
 
 
@@ -40,3 +41,16 @@ class CallerConnectionEnqueue(Protocol):
     ) -> list[Enqueued]: ...
 
     def enqueue_on_sync(self, connection: Any, run: NewRun, now: datetime | None) -> int: ...
+
+
+class CallerConnectionPublish(Protocol):
+    """``app.publish(..., connection=conn)``: the event and its subscribers' runs are
+    written inside the caller's transaction and exist only if the caller commits."""
+
+    async def publish_on(
+        self, connection: Any, event: NewEvent, now: datetime | None
+    ) -> Published: ...
+
+    def publish_on_sync(
+        self, connection: Any, event: NewEvent, now: datetime | None
+    ) -> Published: ...

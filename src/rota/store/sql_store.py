@@ -8,6 +8,7 @@ the claim rounds, the leader-term check and the row mappers live in ``store/core
 from __future__ import annotations
 
 from rota.store.core.access import CoreAccess
+from rota.store.core.events import CoreEvents
 from rota.store.core.jobs import CoreJobs
 from rota.store.core.recent import Recent
 from rota.store.core.registry import CoreRegistry
@@ -19,7 +20,9 @@ from rota.store.port import SchemaStatus
 from rota.store.queries import latest_version
 
 
-class SqlStore(CoreRuns, CoreRegistry, CoreJobs, CoreAccess, CoreWebhooks, CoreWorkflowDefinitions):
+class SqlStore(
+    CoreRuns, CoreRegistry, CoreJobs, CoreAccess, CoreWebhooks, CoreWorkflowDefinitions, CoreEvents
+):
     def __init__(self, dialect: Dialect, *, aging_seconds: float = 60.0) -> None:
         self._d = dialect
         self.dialect = dialect.name

@@ -4,6 +4,7 @@ planner's writes and the optional caller-connection port reuse)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from rota.domain.runs import Enqueued, NewRun
@@ -114,3 +115,17 @@ class CoreBase:
         if leader_term is None:
             return True
         return bool(await session.rows("leader_term_holds", {"term": leader_term}))
+
+    async def _prune(
+        self, query: str, older_than: datetime, limit: int, leader_term: int | None
+    ) -> int:
+        """Run a pruning ``query`` (params ``older_than``, ``limit``; one returned row
+        per deleted one) as a leader duty: nothing while ``leader_term`` is stale."""
+
+        async def prune(session: Session) -> int:
+            if not await self._term_holds(session, leader_term):
+                return 0
+            params = {"older_than": older_than, "limit": limit}
+            return len(await session.rows(query, params))
+
+        return await self._d.in_transaction(None, prune)

@@ -189,13 +189,7 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
     async def prune_finished(
         self, older_than: datetime, limit: int, leader_term: int | None = None
     ) -> int:
-        async def prune(session: Session) -> int:
-            if not await self._term_holds(session, leader_term):
-                return 0
-            params = {"older_than": older_than, "limit": limit}
-            return len(await session.rows("prune_finished", params))
-
-        return await self._d.in_transaction(None, prune)
+        return await self._prune("prune_finished", older_than, limit, leader_term)
 
 
 def _verdict(row: dict[str, Any], poison_after: int) -> dict[str, Any]:

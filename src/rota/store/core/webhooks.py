@@ -163,14 +163,7 @@ class CoreWebhooks(CoreBase):
     ) -> int:
         """Delivered and abandoned deliveries that occurred before ``older_than`` (a
         leader duty, fenced by its term like the pruning of runs)."""
-
-        async def prune(session: Session) -> int:
-            if not await self._term_holds(session, leader_term):
-                return 0
-            params = {"older_than": older_than, "limit": limit}
-            return len(await session.rows("prune_deliveries", params))
-
-        return await self._d.in_transaction(None, prune)
+        return await self._prune("prune_deliveries", older_than, limit, leader_term)
 
     # -- the deliverer (any node; a lease per delivery) ---------------------------
     async def claim_deliveries(

@@ -12,12 +12,15 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
+from rota.domain.events import NewEvent, Published
 from rota.domain.runs import Enqueued, NewRun, Outcome
 from rota.errors import HandlerTransactionsExhausted, StoreError
 from rota.store.core.base import insert_runs, missing_keys, run_item
+from rota.store.core.events import publish_in
 from rota.store.core.runs import complete_in
+from rota.store.dialect import drive
 from rota.store.postgres.base import HandlerPoolOptions, _translated
-from rota.store.postgres.session import PgSession, Q, as_arrays
+from rota.store.postgres.session import PgSession, Q, SyncPgSession, as_arrays
 
 # The server ended the statement or session because it passed one of its limits.
 SESSION_LIMIT_ERRORS = (
@@ -88,7 +91,8 @@ async def begin_handler_transaction(
 
 
 class PostgresCallerEnqueue:
-    """Enqueue on a connection the caller holds, inside its open transaction."""
+    """Enqueue (and publish events) on a connection the caller holds, inside its open
+    transaction."""
 
     def __init__(self, aging_seconds: float) -> None:
         self.aging_seconds = aging_seconds
@@ -121,3 +125,21 @@ class PostgresCallerEnqueue:
                 if (namespace, handler) == (run.namespace, run.handler):
                     return int(run_id)
         raise StoreError(f"run with idempotency key {run.idempotency_key!r} vanished")
+
+    async def publish_on(self, connection: Any, event: NewEvent, now: datetime | None) -> Published:
+        if not isinstance(connection, psycopg.AsyncConnection):
+            raise StoreError(
+                "connection must be a psycopg.AsyncConnection (use publish for plain ones), "
+                f"got {type(connection).__name__}"
+            )
+        return await publish_in(PgSession(connection, now), event, self.aging_seconds)
+
+    def publish_on_sync(self, connection: Any, event: NewEvent, now: datetime | None) -> Published:
+        """The same for a plain psycopg connection (the library's sync door)."""
+        if not isinstance(connection, psycopg.Connection):
+            raise StoreError(
+                "connection must be a psycopg.Connection (use publish_async for async ones), "
+                f"got {type(connection).__name__}"
+            )
+        session = SyncPgSession(connection, now)
+        return drive(lambda s: publish_in(s, event, self.aging_seconds), session)

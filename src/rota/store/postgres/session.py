@@ -12,6 +12,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from rota.domain.runs import NewRun
+from rota.errors import StoreError
 from rota.store.dialect import NO_PARAMS, Params, Row
 from rota.store.postgres.base import _translated
 from rota.store.queries import load_queries
@@ -166,3 +167,29 @@ def _copy_rows(
             run.breaker_key,
             db_now,
         )
+
+
+class SyncPgSession:
+    """A session on a caller's plain (sync) psycopg connection. Its calls never suspend,
+    so a core body runs on it synchronously (:func:`rota.store.dialect.drive`): the
+    same code as on :class:`PgSession`, no second copy of the logic."""
+
+    def __init__(self, conn: psycopg.Connection[Any], now: datetime | None) -> None:
+        self.conn = conn
+        self.now = now
+
+    async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        with _translated(), self.conn.cursor(row_factory=dict_row) as cur:
+            bound = {**{k: _encode(v) for k, v in params.items()}, "now": self.now}
+            cur.execute(Q[query], bound)
+            return cur.fetchall() if cur.description else []
+
+    async def batch(
+        self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
+    ) -> list[Row]:
+        if not items:
+            return []
+        return await self.rows(query, as_arrays(items, shared))
+
+    async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
+        raise StoreError("COPY on a caller's sync connection is not used (copy=False)")

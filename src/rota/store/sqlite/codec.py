@@ -42,6 +42,8 @@ INSTANT_COLUMNS = frozenset(
         # webhooks
         "next_attempt_at",
         "occurred_at",
+        # events
+        "published_at",
         "delivered_at",
         "disabled_at",
         "previous_secret_expires_at",

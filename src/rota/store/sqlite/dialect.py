@@ -8,7 +8,7 @@ timeout queues writers instead of failing them with "database is locked".
 sqlite3 is blocking, so the dialect owns one connection driven by one thread; the async
 methods hand work to it, one call each: a one-shot call (``rows``, ``write``, ``batch``)
 and a whole transaction alike (the core's body runs to its end inside the thread, see
-``_drive``), so the writer lock is never held while the event loop runs something else
+``drive``), so the writer lock is never held while the event loop runs something else
 (a process paused there would stall every other one).
 """
 
@@ -31,7 +31,17 @@ from typing import TypeVar
 from rota.domain.runs import NewRun
 from rota.errors import StoreError, StoreUnavailable
 from rota.observe import hooks
-from rota.store.dialect import NO_PARAMS, Body, Instant, Items, OneShot, Params, Row, Session
+from rota.store.dialect import (
+    NO_PARAMS,
+    Body,
+    Instant,
+    Items,
+    OneShot,
+    Params,
+    Row,
+    Session,
+    drive,
+)
 from rota.store.queries import load_migrations, load_queries
 from rota.store.sqlite.codec import decoded, encoded, statements
 
@@ -89,7 +99,7 @@ class _ThreadSession:
 
 class _InThread:
     """A transaction's session for the core's body, inside the store's thread: its
-    calls complete at once, so the whole body runs in one call (see :func:`_drive`)."""
+    calls complete at once, so the whole body runs in one call (see ``drive``)."""
 
     def __init__(self, inner: _ThreadSession) -> None:
         self._inner = inner
@@ -104,20 +114,6 @@ class _InThread:
 
     async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
         raise StoreError("COPY is a PostgreSQL capability (supports_copy is False)")
-
-
-def _drive(body: Body[T], session: _InThread) -> T:
-    """Run ``body`` to its end here, synchronously: it awaits only ``session``, whose
-    calls never suspend. Anything else it awaited would need the event loop, which
-    this thread does not run: that is a bug, said as such."""
-    coroutine = body(session)
-    try:
-        coroutine.send(None)  # type: ignore[attr-defined]
-    except StopIteration as finished:
-        result: T = finished.value
-        return result
-    coroutine.close()  # type: ignore[attr-defined]
-    raise StoreError("a SQLite transaction awaited something other than its session")
 
 
 class SqliteDialect:
@@ -263,7 +259,7 @@ class SqliteDialect:
     async def in_transaction(self, now: datetime | None, body: Body[T]) -> T:
         def work(conn: sqlite3.Connection) -> T:
             with self._immediate(conn):
-                return _drive(body, _InThread(_ThreadSession(conn, instant)))
+                return drive(body, _InThread(_ThreadSession(conn, instant)))
 
         instant = self._instant(now)
         return await self._call(work)

@@ -1,0 +1,106 @@
+"""Events: the use cases the library, the API and the CLI share (ADR 0019).
+
+``publish`` stores an event and, in the same transaction, makes one run per matching
+subscription (rota.store.core.events). Subscriptions tie a job to an event name, with
+an optional payload filter (the language is in rota.domain.events).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from typing import Any, cast
+
+from rota import schedules
+from rota.clock import Clock
+from rota.domain.events import (
+    Event,
+    NewEvent,
+    Published,
+    Subscription,
+    check_filter,
+)
+from rota.domain.runs import check_name
+from rota.domain.values import check_id, encode_json
+from rota.errors import InvalidArgument
+from rota.store.event_port import EventStore
+from rota.store.port import Store
+
+MAX_PAGE = 200
+
+
+def new_event(
+    name: str, payload: Any = None, event_id: str | None = None, namespace: str = "default"
+) -> NewEvent:
+    """A validated event. Without ``event_id`` a random one is given: then a retried
+    publish is a new event, so producers that may retry should pass their own id."""
+    return NewEvent(
+        name=name,
+        event_id=uuid.uuid4().hex if event_id is None else event_id,
+        payload_json=encode_json("payload", payload),
+        namespace=namespace,
+    )
+
+
+def _events(store: Store) -> EventStore:
+    # The one SqlStore implements both ports (as with webhooks).
+    return cast(EventStore, store)
+
+
+async def publish(store: Store, clock: Clock, event: NewEvent) -> Published:
+    return await _events(store).publish(event, clock.db_now())
+
+
+async def list_events(
+    store: Store,
+    *,
+    namespaces: Collection[str] | None = None,
+    namespace: str | None = None,
+    name: str | None = None,
+    before_id: int | None = None,
+    limit: int = 50,
+) -> list[Event]:
+    """Events newest first (keyset pages below ``before_id``), within ``namespaces``
+    (None: every namespace), optionally of one ``namespace`` and one ``name``."""
+    if namespace is not None:
+        check_name("namespace", namespace)
+    if name is not None:
+        check_name("event name", name)
+    if before_id is not None:
+        check_id("before_id", before_id)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidArgument("limit", limit, f"an integer 1-{MAX_PAGE}")
+    visible = sorted(namespaces) if namespaces is not None else None
+    return await _events(store).list_events(visible, namespace, name, before_id, limit)
+
+
+async def subscribe(
+    store: Store,
+    clock: Clock,
+    job_name: str,
+    event_name: str,
+    event_filter: dict[str, Any] | None = None,
+    namespace: str = "default",
+) -> Subscription:
+    """Subscribe the job to ``event_name`` (in the job's namespace); subscribing again
+    replaces the filter. Only events published afterwards make runs."""
+    check_name("event name", event_name)
+    checked = check_filter(event_filter)
+    job = await schedules.get_job(store, namespace, job_name)
+    return await _events(store).subscribe_job(job, event_name, checked, clock.db_now())
+
+
+async def unsubscribe(
+    store: Store, job_name: str, event_name: str, namespace: str = "default"
+) -> bool:
+    """Whether the job was subscribed to ``event_name`` (it is not any more)."""
+    check_name("event name", event_name)
+    job = await schedules.get_job(store, namespace, job_name)
+    return await _events(store).unsubscribe_job(job, event_name)
+
+
+async def list_subscriptions(
+    store: Store, namespaces: Collection[str] | None = None
+) -> list[Subscription]:
+    visible = sorted(namespaces) if namespaces is not None else None
+    return await _events(store).list_subscriptions_to_events(visible)

@@ -1,0 +1,27 @@
+-- rota schema version 11 (PostgreSQL): events and the jobs subscribed to them
+-- (DESIGN.md "Events", ADR 0019). An event is unique by (namespace, name, event_id):
+-- publishing it again inserts nothing, so its runs are made once, in the transaction
+-- that stores it. Events are pruned after the retention period by the leader.
+
+CREATE TABLE rota_events (
+    id            bigserial PRIMARY KEY,
+    namespace     text NOT NULL,
+    name          text NOT NULL,
+    event_id      text NOT NULL,
+    payload       jsonb NOT NULL,
+    published_at  timestamptz NOT NULL,
+    runs_created  integer NOT NULL DEFAULT 0,
+    UNIQUE (namespace, name, event_id)
+);
+CREATE INDEX rota_events_published ON rota_events (published_at, id);
+
+CREATE TABLE rota_event_subscriptions (
+    id          bigserial PRIMARY KEY,
+    namespace   text NOT NULL,
+    event_name  text NOT NULL,
+    job_id      bigint NOT NULL REFERENCES rota_jobs (id) ON DELETE CASCADE,
+    filter      text NOT NULL DEFAULT '{}',  -- JSON: payload path -> value (equality)
+    created_at  timestamptz NOT NULL,
+    UNIQUE (namespace, event_name, job_id)
+);
+CREATE INDEX rota_event_subscriptions_job ON rota_event_subscriptions (job_id);
