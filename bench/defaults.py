@@ -80,8 +80,6 @@ def main(argv: list[str] | None = None) -> int:
     from bench.snapshot import pin_rota_source
 
     pin_rota_source()  # before anything imports rota: src/ may change during the run
-    from bench import scenarios
-
     cfg = replace(BenchConfig(), jobs=args.jobs, repeats=args.repeats)
     systems = configurations()
     samples: dict[tuple[str, int], list[float]] = {}
@@ -92,13 +90,26 @@ def main(argv: list[str] | None = None) -> int:
             for system in systems[shift:] + systems[:shift]:
                 loads.append(os.getloadavg()[0])
                 say(f"defaults / {system.name} / {processes} process(es) / repeat {repeat + 1}")
-                result = scenarios.pg_drain_once(cfg, system, processes)
-                samples.setdefault((system.name, processes), []).append(result.jobs_per_s)
+                samples.setdefault((system.name, processes), []).append(
+                    _drain(cfg, system, processes)
+                )
     text = render(systems, args.processes, samples, loads, cfg)
     print(text)
     if args.write:
         write(text)
     return 0
+
+
+def _drain(cfg: BenchConfig, system: System, processes: int) -> float:
+    """jobs/s of one drain; tried once more if it failed (on a shared server another
+    session's bench may drop this one's database under it)."""
+    from bench import scenarios
+
+    try:
+        return scenarios.pg_drain_once(cfg, system, processes).jobs_per_s
+    except Exception as exc:
+        say(f"failed ({exc}); once more")
+        return scenarios.pg_drain_once(cfg, system, processes).jobs_per_s
 
 
 def _cell(values: list[float]) -> str:

@@ -19,7 +19,7 @@ from bench import pg, rota_runner
 from bench.config import BenchConfig
 from bench.cpu import ServerCpu
 from bench.procs import ScenarioFailed, WorkerGroup
-from bench.results import Results, run_async
+from bench.results import Results, run_async, say
 from bench.systems import RotaWorkerSettings, rota_system
 
 LOW_WATER = 20_000
@@ -30,7 +30,7 @@ UNFINISHED_COUNT_SQL = (
 )
 TABLE_STATS_SQL = (
     "SELECT n_live_tup, n_dead_tup, pg_total_relation_size('rota_runs'),"
-    " vacuum_count + autovacuum_count"
+    " vacuum_count + autovacuum_count, autovacuum_count, current_setting('autovacuum')"
     " FROM pg_stat_user_tables WHERE relname = 'rota_runs'"
 )
 
@@ -128,7 +128,11 @@ def sustain_once(cfg: BenchConfig, worker: RotaWorkerSettings) -> dict[str, Any]
         (t, round(window_rate(samples, t - step, t), 1))
         for t in range(step, int(seconds) + 1, step)
     ]
-    live, dead, size, vacuums = table_stats if table_stats else (None, None, None, None)
+    live, dead, size, vacuums, autovacuums, autovacuum = table_stats or (None,) * 6
+    if autovacuum != "on":
+        # Not changed here (a server-wide setting): said, so the report can say that
+        # only the leader's own VACUUM kept the table in check.
+        say(f"autovacuum is {autovacuum} on this server: only the leader's VACUUM ran")
     return {
         "first_window_jobs_per_s": first["jobs_per_s"],
         "last_window_jobs_per_s": last["jobs_per_s"],
@@ -143,6 +147,8 @@ def sustain_once(cfg: BenchConfig, worker: RotaWorkerSettings) -> dict[str, Any]
         "table_dead_rows": dead,
         "table_bytes": size,
         "table_vacuums": vacuums,
+        "table_autovacuums": autovacuums,
+        "server_autovacuum": autovacuum,
         "warnings": _merged_warnings(reports.values()),
     }
 

@@ -83,10 +83,12 @@ recorded AS (
                                outcome, error)
     SELECT d.id, d.fence, d.attempt, d.worker_id, d.started_at, t.now, d.outcome, d.error
     FROM done d, t
-    RETURNING run_id
 )
-SELECT rec.run_id AS id, d.handler, d.breaker_key
-FROM recorded rec JOIN done d ON d.id = rec.run_id
+-- Every run in done got its attempt row: a data-modifying CTE always runs to completion,
+-- and a failed insert fails the whole statement. So done is read alone: a join to
+-- recorded (two CTE scans, no statistics) was planned as a nested loop, batch x batch.
+SELECT d.id, d.handler, d.breaker_key
+FROM done d
 -- A keyed run that ends frees a slot of its key: wake the workers waiting on it now
 -- rather than at their next poll (one notification, delivered at commit).
 UNION ALL
