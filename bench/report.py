@@ -432,7 +432,7 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "",
         *webhook_lines(results),
         "",
-        "## (l) Issue 15: a worker's memory",
+        "## (n) Issue 15: a worker's memory",
         "",
         *memory_lines(results),
         "",
