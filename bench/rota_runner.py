@@ -32,12 +32,14 @@ def version() -> str:
     return _package_version("rota")
 
 
-def settings(url: str, pool_size: int = 4) -> rota.Settings:
-    # Defaults except the pool, which the concurrency sweep may raise.
+def settings(url: str, pool_size: int | None = 4) -> rota.Settings:
+    # Defaults except the pool, which the concurrency sweep may raise (None: the default).
+    if pool_size is None:
+        return rota.Settings(database_url=url)
     return rota.Settings(database_url=url, pool_size=pool_size)
 
 
-def make_app(url: str, pool_size: int = 4) -> rota.App:
+def make_app(url: str, pool_size: int | None = 4) -> rota.App:
     app = rota.App(url, settings=settings(url, pool_size))
 
     @app.handler("noop")
@@ -81,20 +83,25 @@ async def prefill(url: str, total: int, batch: int = 5000) -> None:
 async def drain_worker(
     control: Control,
     url: str,
-    concurrency: int,
+    concurrency: int | None,
     node_id: str,
-    pool_size: int = 4,
+    pool_size: int | None = 4,
     profile_path: str | None = None,
     metrics: bool = True,
 ) -> None:
     """Work until the parent says stop; report CPU seconds used after the start line.
-    ``metrics``: rota's Prometheus instruments on or off (bench.observability)."""
+    ``metrics``: rota's Prometheus instruments on or off (bench.observability).
+    ``concurrency`` and ``pool_size`` None: rota's own defaults, as `rota worker` ships."""
     from rota.observe import hooks
 
     hooks.set_enabled(metrics)
     app = make_app(url, pool_size)
     await app.store()
-    options = app.worker_options(concurrency=concurrency, node_id=node_id)
+    options = (
+        app.worker_options(node_id=node_id)
+        if concurrency is None
+        else app.worker_options(concurrency=concurrency, node_id=node_id)
+    )
     control.ready()
     await control.wait_go()
     cpu_start = time.process_time()
