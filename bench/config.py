@@ -26,7 +26,7 @@ class BenchConfig:
     api_rows: int = 1_000_000  # (h) runs in the table behind the HTTP API
     api_requests: int = 500  # (h) sequential GETs per filter
     trigger_seconds: float = 15.0  # (h) length of the trigger hammering
-    memory_runs: int = 1_000_000  # (l) runs one worker drains while its RSS is watched
+    memory_runs: int = 1_000_000  # (n) runs one worker drains while its RSS is watched
     scenario_timeout_s: float = 180.0  # any one measurement; then it is reported failed
     quick: bool = False
 

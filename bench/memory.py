@@ -1,4 +1,4 @@
-"""(l) Issue 15: a rota worker's memory, idle and after draining many runs.
+"""(n) Issue 15: a rota worker's memory, idle and after draining many runs.
 
 One worker process (the drain worker, the swept setting) on PostgreSQL. Its resident
 set (VmRSS from /proc, read by the parent) is sampled: once connected and idle, again

@@ -10,7 +10,6 @@ import asyncio
 import cProfile
 import sqlite3
 import time
-from datetime import timedelta
 from importlib.metadata import version as _package_version
 from typing import Any
 
@@ -33,12 +32,14 @@ def version() -> str:
     return _package_version("rota")
 
 
-def settings(url: str, pool_size: int = 4) -> rota.Settings:
-    # Defaults except the pool, which the concurrency sweep may raise.
+def settings(url: str, pool_size: int | None = 4) -> rota.Settings:
+    # Defaults except the pool, which the concurrency sweep may raise (None: the default).
+    if pool_size is None:
+        return rota.Settings(database_url=url)
     return rota.Settings(database_url=url, pool_size=pool_size)
 
 
-def make_app(url: str, pool_size: int = 4) -> rota.App:
+def make_app(url: str, pool_size: int | None = 4) -> rota.App:
     app = rota.App(url, settings=settings(url, pool_size))
 
     @app.handler("noop")
@@ -84,22 +85,23 @@ async def drain_worker(
     url: str,
     concurrency: int | None,
     node_id: str,
-    pool_size: int = 4,
+    pool_size: int | None = 4,
     profile_path: str | None = None,
     metrics: bool = True,
 ) -> None:
     """Work until the parent says stop; report CPU seconds used after the start line.
     ``metrics``: rota's Prometheus instruments on or off (bench.observability).
-    ``concurrency`` None: the worker's own default, as ``rota worker`` runs it."""
+    ``concurrency`` and ``pool_size`` None: rota's own defaults, as `rota worker` ships."""
     from rota.observe import hooks
 
     hooks.set_enabled(metrics)
     app = make_app(url, pool_size)
     await app.store()
-    if concurrency is None:
-        options = app.worker_options(node_id=node_id)
-    else:
-        options = app.worker_options(concurrency=concurrency, node_id=node_id)
+    options = (
+        app.worker_options(node_id=node_id)
+        if concurrency is None
+        else app.worker_options(concurrency=concurrency, node_id=node_id)
+    )
     control.ready()
     await control.wait_go()
     cpu_start = time.process_time()
@@ -211,35 +213,5 @@ async def prefill_keyed(url: str, total: int, keys: int, key_limit: int, batch: 
         await app.store()
         for offset in range(0, total, batch):
             await app.enqueue_many_async(keyed_jobs(min(batch, total - offset), keys, key_limit))
-    finally:
-        await app.aclose()
-
-
-async def count_finished(url: str) -> None:
-    """The leader's per-minute count of finished runs, once (a leader does it every
-    minute; the dashboard bench's server runs without one)."""
-    app = make_app(url)
-    try:
-        store = await app.store()
-        await store.count_finished_minutes(await store.now(None))
-    finally:
-        await app.aclose()
-
-
-async def time_cluster_counts(url: str, requests: int) -> dict[str, list[float]]:
-    """Milliseconds of each of the overview's two shared reads, called directly."""
-    app = make_app(url)
-    try:
-        store = await app.store()
-        samples: dict[str, list[float]] = {"live_queue_counts": [], "finished_counts": []}
-        for _ in range(requests):
-            started = time.perf_counter()
-            await store.live_queue_counts(None)
-            samples["live_queue_counts"].append((time.perf_counter() - started) * 1000)
-            since = await store.now(None) - timedelta(hours=1)
-            started = time.perf_counter()
-            await store.finished_counts(since, 300)
-            samples["finished_counts"].append((time.perf_counter() - started) * 1000)
-        return samples
     finally:
         await app.aclose()

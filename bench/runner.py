@@ -27,7 +27,7 @@ from bench import webhooks as webhook_delivery
 from bench.config import BenchConfig
 from bench.report import write_report
 from bench.results import Results, say
-from bench.systems import PEERS, RotaWorkerSettings, System, rota_system
+from bench.systems import DEFAULTS, PEERS, RotaWorkerSettings, System, rota_system
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -61,6 +61,7 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
     results.meta.update(machine.describe(cfg.admin_url, rota))
     results.meta["rota_worker"] = worker.describe()
     results.meta["settings"] = {s.name: s.settings for s in (rota, *PEERS)}
+    results.meta["default_settings"] = {s.name: s.settings for s in DEFAULTS}
     for repeat in range(cfg.repeats):
         say(f"repeat {repeat + 1} of {cfg.repeats}")
         # Each repeat starts with the next system: none always goes first (cold caches,
@@ -74,6 +75,9 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
         if "drain" in only:
             for processes in cfg.worker_counts:
                 for system in systems:
+                    scenarios.pg_drain(cfg, results, system, processes)
+                # The same drain as each system ships (no tuning), labelled ", defaults".
+                for system in rotated(DEFAULTS, repeat):
                     scenarios.pg_drain(cfg, results, system, processes)
         if "sqlite" in only:
             for processes in cfg.worker_counts:

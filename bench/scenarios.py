@@ -92,7 +92,7 @@ def pg_drain_once(
 
 def pg_drain(cfg: BenchConfig, results: Results, system: System, processes: int) -> None:
     """(b) drain ``cfg.jobs`` pre-enqueued no-op jobs with ``processes`` workers."""
-    variant = f"{processes} process{'es' if processes > 1 else ''}"
+    variant = f"{processes} process{'es' if processes > 1 else ''}{system.variant_note}"
     result = results.attempt(
         "drain", system.name, variant, lambda: pg_drain_once(cfg, system, processes)
     )

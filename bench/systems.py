@@ -37,6 +37,9 @@ class System:
         default=lambda url, index: {"url": url}
     )
     settings: str = ""
+    # "" at the system's best documented settings; ", defaults" as it ships (the
+    # variant's name carries it, so both appear side by side in the report).
+    variant_note: str = ""
 
     def version(self) -> str:
         return str(self.module.version())
@@ -82,3 +85,30 @@ PROCRASTINATE = System(
     ),
 )
 PEERS = (PGQUEUER, PROCRASTINATE)
+
+
+def rota_defaults_system() -> System:
+    """rota as `rota worker` / `App.work()` ship: no option given, asyncio loop."""
+
+    def kwargs(url: str, index: int) -> dict[str, Any]:
+        return {"url": url, "concurrency": None, "node_id": f"bench-w{index}", "pool_size": None}
+
+    return System(
+        "rota",
+        rota_runner,
+        "asyncio",
+        kwargs,
+        "App.work() with no worker options and Settings defaults (what `rota worker` runs)",
+        variant_note=", defaults",
+    )
+
+
+PGQUEUER_DEFAULTS = System(
+    "PgQueuer",
+    pgqueuer,
+    "asyncio",
+    lambda url, index: {"url": url, "batch_size": None},
+    "QueueManager.run(mode=drain) with its default batch_size, plain asyncio loop",
+    variant_note=", defaults",
+)
+DEFAULTS = (rota_defaults_system(), PGQUEUER_DEFAULTS)

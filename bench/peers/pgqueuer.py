@@ -70,8 +70,9 @@ async def prefill(url: str, total: int, batch: int = 5000) -> None:
     await enqueue_batches(url, total, batch)
 
 
-async def drain_worker(control: Control, url: str) -> None:
-    """One QueueManager in drain mode: it stops by itself once the queue is empty."""
+async def drain_worker(control: Control, url: str, batch_size: int | None = BATCH_SIZE) -> None:
+    """One QueueManager in drain mode: it stops by itself once the queue is empty.
+    ``batch_size`` None: QueueManager.run's own default."""
     conn, queries = await _queries(url)
     qm = QueueManager(queries)
 
@@ -83,7 +84,10 @@ async def drain_worker(control: Control, url: str) -> None:
     await control.wait_go()
     cpu_start = time.process_time()
     try:
-        await qm.run(batch_size=BATCH_SIZE, mode=QueueExecutionMode.drain)
+        if batch_size is None:
+            await qm.run(mode=QueueExecutionMode.drain)
+        else:
+            await qm.run(batch_size=batch_size, mode=QueueExecutionMode.drain)
     finally:
         await conn.close()
     control.report({"cpu_s": time.process_time() - cpu_start})

@@ -194,8 +194,7 @@ class App:
         before any is written."""
         now = self.clock.now()
         runs = [
-            services.new_run(self.registry, RunRequest.coerce(request), now)
-            for request in requests
+            services.new_run(self.registry, RunRequest.coerce(request), now) for request in requests
         ]
         return self._stores.call(lambda: self._enqueue_async(runs))
 
@@ -204,8 +203,7 @@ class App:
     ) -> list[int]:
         now = self.clock.now()  # only refuses deadlines already passed: once per batch
         runs = [
-            services.new_run(self.registry, RunRequest.coerce(request), now)
-            for request in requests
+            services.new_run(self.registry, RunRequest.coerce(request), now) for request in requests
         ]
         return await self._enqueue_async(runs)
 

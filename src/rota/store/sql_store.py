@@ -32,8 +32,8 @@ class SqlStore(
         self.supports_notify = dialect.supports_notify
         self.supports_copy = dialect.supports_copy
         self.supports_handler_transactions = dialect.supports_handler_transactions
-        # Read at most once a second (store/core/recent.py): the claim and the completion
-        # consult them on every call, and they change rarely.
+        # Read at most once a second, refreshed in the background (store/core/recent.py):
+        # the claim and the completion consult them on every call, and they change rarely.
         self._limits = Recent(self._read_limits)
         self._rules = Recent(self._read_rules)
         self._tripped = Recent(self._read_tripped)
@@ -42,6 +42,8 @@ class SqlStore(
         await self._d.open()
 
     async def close(self) -> None:
+        for cached in (self._limits, self._rules, self._tripped):
+            await cached.close()
         await self._d.close()
 
     async def schema_status(self) -> SchemaStatus:
