@@ -114,8 +114,11 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
         # One transaction: a breaker moves, and a workflow step's children are released,
         # with the outcome that causes it, so neither can drift from the outcomes.
         moved: list[Transition] = []
+        # Only a step's outcome can release anything: a breaker handler's plain runs
+        # skip the workflow read (the hot path above trusts the same flag).
+        steps = any(o.workflow_step for o in outcomes)
         written = await self._d.in_transaction(
-            now, lambda session: complete_in(session, outcomes, rules, moved)
+            now, lambda session: complete_in(session, outcomes, rules, moved, release=steps)
         )
         if moved:  # this process's next claim sees the new state at once
             self._tripped.forget()
