@@ -165,12 +165,22 @@ def _job_fields(options: dict[str, Any]) -> dict[str, Any]:
 @click.argument("name")
 @api_options
 @click.option("--namespace", default="default", show_default=True)
+@click.option("--parameters", default=None, help="A template's JSON Schema of the payload.")
 @job_options
 def jobs_create(
-    name: str, url: str, token: str | None, as_json: bool, namespace: str, **options: Any
+    name: str,
+    url: str,
+    token: str | None,
+    as_json: bool,
+    namespace: str,
+    parameters: str | None,
+    **options: Any,
 ) -> None:
-    """Create a job (manual, or with --cron / --interval / --at)."""
+    """Create a job (manual, or with --cron / --interval / --at); with --parameters, a
+    template whose payload (and each trigger's) is checked and filled with defaults."""
     fields = _job_fields(options)
+    if parameters is not None:
+        fields["parameters"] = _json_arg("--parameters", parameters)
     if "handler" not in fields:
         _fail("--handler is required to create a job", code=2)
     with _client(url, token) as client:

@@ -8,7 +8,6 @@ subscription) starts it from what was saved, through :func:`start`."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
 from typing import Any
 
 from rota.clock import Clock
@@ -18,11 +17,8 @@ from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition, check_definition
 from rota.errors import WorkflowNotFound, WorkflowRunNotFound
 from rota.handlers import Registry
-from rota.services import RunRequest, new_run
+from rota.services import Namespaces, RunRequest, new_run
 from rota.store.port import Store
-
-# Which namespaces a caller may see: None means every one.
-Namespaces = Collection[str] | None
 
 
 def checked(definition: WorkflowDefinition, registry: Registry | None) -> WorkflowDefinition:

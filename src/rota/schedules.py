@@ -11,6 +11,8 @@ from typing import Any
 from rota import payloads
 from rota.clock import Clock
 from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fields
+from rota.domain.parameters import apply as apply_parameters
+from rota.domain.parameters import check_schema
 from rota.domain.runs import check_idempotency_key, check_positive_int, encode_json
 from rota.domain.triggers import CronTrigger, fire_times
 from rota.domain.values import check_instant
@@ -33,10 +35,15 @@ def job_spec(
     at: datetime | None = None,
     timezone: str = "UTC",
     namespace: str = "default",
+    parameters: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> JobSpec:
-    """Build a validated JobSpec; run options default from the handler's registration."""
+    """Build a validated JobSpec; run options default from the handler's registration.
+    ``parameters`` (a template's JSON Schema): the payload must fit it, and its
+    defaults fill in what the payload leaves out."""
     spec = registry.require(handler)
+    if parameters is not None:
+        payload = apply_parameters(check_schema(parameters), payload)
     kind = _kind_of(cron, interval, at)
     if isinstance(interval, timedelta):
         interval = interval.total_seconds()
@@ -57,6 +64,7 @@ def job_spec(
         "interval_seconds",
         "at",
         "namespace",
+        "parameters",
     }
     known = {f.name for f in dataclasses.fields(JobSpec)} - explicit | set(renamed)
     for key in options:
@@ -73,6 +81,7 @@ def job_spec(
         interval_seconds=interval,
         at=at,
         namespace=namespace,
+        parameters=parameters,
         **{**defaults, **fields},
     )
 
@@ -210,6 +219,8 @@ async def trigger_job(
     ``correlation_id``: the request that asked for it, stamped on the run."""
     check_idempotency_key(idempotency_key)
     job = await get_job(store, namespace, name)
+    if payload is not None and job.spec.parameters is not None:
+        payload = apply_parameters(job.spec.parameters, payload)  # a template instance
     if payload is not None and registry is not None:
         payloads.check_payload(registry, job.spec.handler, payload)
     payload_json = encode_json("payload", payload) if payload is not None else None

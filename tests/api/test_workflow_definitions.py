@@ -246,3 +246,33 @@ async def test_a_repeated_idempotency_key_starts_one_workflow_run(client, admin)
     assert len(runs.json()["items"]) == 1
     too_long = await client.post(path, headers={**admin, "Idempotency-Key": "k" * 256})
     assert too_long.status_code == 422
+
+
+async def test_a_job_template_over_the_api(client, admin):
+    job = {
+        "name": "export",
+        "handler": "anything",
+        "payload": {"table": "orders"},
+        "parameters": {
+            "type": "object",
+            "properties": {"table": {"type": "string"}, "rows": {"type": "integer", "default": 9}},
+            "required": ["table"],
+        },
+    }
+    made = await client.post("/api/v1/jobs", json=job, headers=admin)
+    assert made.status_code == 201, made.text
+    assert made.json()["payload"] == {"table": "orders", "rows": 9}
+    assert made.json()["parameters"]["required"] == ["table"]
+    path = "/api/v1/jobs/export/trigger"
+    refused = await client.post(path, json={"payload": {"rows": 1}}, headers=admin)
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith("invalid parameter 'table'")
+    triggered = await client.post(path, json={"payload": {"table": "t"}}, headers=admin)
+    assert triggered.status_code == 202, triggered.text
+    run_id = triggered.json()["run_id"]
+    run = await client.get(f"/api/v1/runs/{run_id}", headers=admin)
+    assert run.json()["run"]["payload"] == {"table": "t", "rows": 9}
+    bad = {**job, "name": "other", "payload": {}}
+    missing = await client.post("/api/v1/jobs", json=bad, headers=admin)
+    assert missing.status_code == 422
+    assert "parameter 'table'" in missing.json()["detail"]

@@ -1477,6 +1477,13 @@ export interface components {
             namespace?: string;
             /** @default allow */
             overlap?: components["schemas"]["OverlapPolicy"];
+            /**
+             * Parameters
+             * @description A template's parameters: a JSON Schema (type object, with defaults) that the job's payload and every trigger's payload must fit; defaults fill in what a payload leaves out. Set on create only.
+             */
+            parameters?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            } | null;
             payload?: components["schemas"]["JsonValue"];
             /** Priority */
             priority?: number | null;
@@ -1533,6 +1540,10 @@ export interface components {
             /** Next Fire At */
             next_fire_at: string | null;
             overlap: components["schemas"]["OverlapPolicy"];
+            /** Parameters */
+            parameters: {
+                [key: string]: unknown;
+            } | null;
             /** Paused */
             paused: boolean;
             payload: components["schemas"]["JsonValue"];

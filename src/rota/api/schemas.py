@@ -90,6 +90,12 @@ class JobFields(Request):
     priority: Priority | None = None
     max_attempts: Annotated[int, Field(ge=1, le=1000)] | None = None
     timeout_seconds: Seconds | None = None
+    parameters: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="A template's parameters: a JSON Schema (type object, with defaults) "
+        "that the job's payload and every trigger's payload must fit; defaults fill in "
+        "what a payload leaves out. Set on create only.",
+    )
 
 
 class JobCreate(JobFields):
@@ -155,6 +161,7 @@ class JobOut(BaseModel):
     priority: int
     max_attempts: int
     timeout_seconds: float | None
+    parameters: dict[str, Any] | None
     paused: bool
     next_fire_at: datetime | None
     created_at: datetime
@@ -191,6 +198,7 @@ class JobOut(BaseModel):
             priority=spec.priority,
             max_attempts=spec.max_attempts,
             timeout_seconds=spec.timeout,
+            parameters=None if spec.parameters is None else dict(spec.parameters),
             paused=job.paused,
             next_fire_at=job.next_fire_at,
             created_at=job.created_at,

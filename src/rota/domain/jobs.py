@@ -8,12 +8,15 @@ keeps them, the planner reads them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
+from rota.domain.parameters import apply as apply_parameters
+from rota.domain.parameters import check_schema
 from rota.domain.runs import (
     MAX_SECONDS,
     NewRun,
@@ -93,6 +96,9 @@ class JobSpec:
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     jitter_seconds: float = 0.0
     namespace: str = "default"
+    # A template's parameters: a JSON Schema of the payload, with defaults
+    # (rota.domain.parameters). The job's own payload and every trigger's must fit it.
+    parameters: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_name("job name", self.name)
@@ -109,6 +115,9 @@ class JobSpec:
         object.__setattr__(self, "overlap", _choice("overlap", OverlapPolicy, self.overlap))
         object.__setattr__(self, "kind", _choice("trigger kind", TriggerKind, self.kind))
         self._check_trigger_fields()
+        if self.parameters is not None:
+            object.__setattr__(self, "parameters", check_schema(self.parameters))
+            apply_parameters(self.parameters, json.loads(self.payload_json))
         try:
             self.trigger(datetime(2000, 1, 1, tzinfo=UTC))  # parses and validates
         except OverflowError:

@@ -58,6 +58,7 @@ def _spec(context: Context, name: str, namespace: str, fields: dict[str, Any]) -
         priority=fields.get("priority"),
         max_attempts=fields.get("max_attempts"),
         timeout=fields.get("timeout_seconds"),
+        parameters=fields.get("parameters"),
     )
 
 
