@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rota.clock import Clock
+from rota.domain.events import WorkflowStarts
 from rota.domain.runs import NewRun
 from rota.domain.values import check_id, encode_json
 from rota.domain.workflow_runs import WorkflowRunView
@@ -33,6 +34,20 @@ def step_runs(registry: Registry, definition: WorkflowDefinition, payload: Any) 
     return runs
 
 
+def starting(registry: Registry, definitions: Mapping[str, WorkflowDefinition]) -> WorkflowStarts:
+    """Start-by-name: the one place a workflow's name becomes its definition and its
+    step runs, for :func:`start` and for events that start workflows. (When definitions
+    move into the database, this is what reads them.)"""
+
+    def resolve(name: str, payload: Any) -> tuple[WorkflowDefinition, list[NewRun]]:
+        definition = definitions.get(name)
+        if definition is None:
+            raise WorkflowInvalid("workflow", name, "the name of a registered workflow")
+        return definition, step_runs(registry, definition, payload)
+
+    return resolve
+
+
 async def start(
     store: Store,
     clock: Clock,
@@ -41,11 +56,8 @@ async def start(
     name: str,
     payload: Any,
 ) -> int:
-    definition = definitions.get(name)
-    if definition is None:
-        raise WorkflowInvalid("workflow", name, "the name of a registered workflow")
     payload_json = encode_json("payload", payload)
-    runs = step_runs(registry, definition, payload)
+    definition, runs = starting(registry, definitions)(name, payload)
     return await store.start_workflow_run(definition, payload_json, runs, clock.db_now())
 
 

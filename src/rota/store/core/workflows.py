@@ -153,6 +153,31 @@ async def _fan_out(
     await session.rows("open_map", {"id": row["id"], "count": len(texts), "step_input": None})
 
 
+async def start_workflow_in(
+    session: Session,
+    definition: WorkflowDefinition,
+    payload_json: str,
+    steps: Sequence[NewRun],
+    aging_seconds: float,
+) -> int:
+    """Create a workflow run on ``session``: its row, and one run per step (``steps`` in
+    the order of ``definition.steps``): steps with no parents Pending, the rest Waiting.
+    An event's publish starts its subscribed workflows this way, in its transaction."""
+    params = {
+        "name": definition.name,
+        "definition": json.dumps(definition.to_json()),
+        "payload": payload_json,
+    }
+    [row] = await session.rows("insert_workflow_run", params)
+    workflow_payload = json.loads(payload_json)
+    items = [
+        _step_row(run, spec, row["id"], workflow_payload)
+        for spec, run in zip(definition.steps, steps, strict=True)
+    ]
+    await session.batch("insert_steps", items, {"aging_seconds": aging_seconds})
+    return int(row["id"])
+
+
 class CoreWorkflows(CoreReads):
     async def start_workflow_run(
         self,
@@ -161,25 +186,13 @@ class CoreWorkflows(CoreReads):
         steps: Sequence[NewRun],
         now: datetime | None,
     ) -> int:
-        """Create a workflow run: its row, and one run per step (``steps`` in the order
-        of ``definition.steps``): steps with no parents Pending, the rest Waiting."""
-
-        async def start(session: Session) -> int:
-            params = {
-                "name": definition.name,
-                "definition": json.dumps(definition.to_json()),
-                "payload": payload_json,
-            }
-            [row] = await session.rows("insert_workflow_run", params)
-            workflow_payload = json.loads(payload_json)
-            items = [
-                _step_row(run, spec, row["id"], workflow_payload)
-                for spec, run in zip(definition.steps, steps, strict=True)
-            ]
-            await session.batch("insert_steps", items, {"aging_seconds": self.aging_seconds})
-            return int(row["id"])
-
-        return await self._d.in_transaction(now, start)
+        """Create a workflow run in a transaction of its own (:func:`start_workflow_in`)."""
+        return await self._d.in_transaction(
+            now,
+            lambda session: start_workflow_in(
+                session, definition, payload_json, steps, self.aging_seconds
+            ),
+        )
 
     async def cancel_workflow_run(self, workflow_run_id: int, now: datetime | None) -> None:
         """Cancel every unfinished step. Steps a worker holds are asked to stop in a
