@@ -26,7 +26,7 @@ from rota.clock import Clock, SystemClock
 from rota.config import Settings
 from rota.context import RunContext
 from rota.domain.breakers import Breaker, BreakerRow
-from rota.domain.events import Event, Published, Subscription
+from rota.domain.events import Event, Published, Subscription, WorkflowStarts
 from rota.domain.jobs import Job
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
@@ -333,10 +333,11 @@ class App:
         for the name) creates nothing. ``connection`` (PostgreSQL): a psycopg connection
         whose open transaction the event and its runs are written in."""
         event = events.new_event(name, payload, event_id, namespace)
+        starts = self.workflow_starts()
         if connection is not None:
             port = self._caller_publish()
-            return port.publish_on_sync(connection, event, self.clock.db_now())
-        return self._stores.use(events.publish, self.clock, event)
+            return port.publish_on_sync(connection, event, self.clock.db_now(), starts)
+        return self._stores.use(events.publish, self.clock, event, starts)
 
     async def publish_async(
         self,
@@ -349,9 +350,15 @@ class App:
     ) -> Published:
         """The same as :meth:`publish`, from async code (``connection`` may be async)."""
         event = events.new_event(name, payload, event_id, namespace)
+        starts = self.workflow_starts()
         if connection is not None:
-            return await self._caller_publish().publish_on(connection, event, self.clock.db_now())
-        return await events.publish(await self.store(), self.clock, event)
+            port = self._caller_publish()
+            return await port.publish_on(connection, event, self.clock.db_now(), starts)
+        return await events.publish(await self.store(), self.clock, event, starts)
+
+    def workflow_starts(self) -> WorkflowStarts:
+        """The step runs of a saved workflow, from this App's handlers (rota.flows.starting)."""
+        return flows.starting(self.registry)
 
     def _caller_publish(self) -> CallerConnectionPublish:
         port = caller_connection_publish(self.settings)
@@ -363,17 +370,36 @@ class App:
         self,
         event_name: str,
         *,
-        job: str,
+        job: str | None = None,
+        workflow: str | None = None,
         where: dict[str, Any] | None = None,
         namespace: str = "default",
     ) -> Subscription:
-        """Make the job ``job`` run once per published ``event_name`` whose payload
-        matches ``where`` (payload paths to values, e.g. ``{"customer.tier": "gold"}``;
-        see rota.domain.events). Subscribing again replaces ``where``."""
-        return self._stores.use(events.subscribe, self.clock, job, event_name, where, namespace)
+        """Make the job ``job`` run (or the saved workflow ``workflow`` start) once
+        per published ``event_name`` whose payload matches ``where`` (payload paths to
+        values, e.g. ``{"customer.tier": "gold"}``; see rota.domain.events).
+        Subscribing again replaces ``where``."""
+        return self._stores.use(
+            events.subscribe,
+            self.clock,
+            event_name,
+            job=job,
+            workflow=workflow,
+            event_filter=where,
+            namespace=namespace,
+        )
 
-    def unsubscribe(self, event_name: str, *, job: str, namespace: str = "default") -> bool:
-        return self._stores.use(events.unsubscribe, job, event_name, namespace)
+    def unsubscribe(
+        self,
+        event_name: str,
+        *,
+        job: str | None = None,
+        workflow: str | None = None,
+        namespace: str = "default",
+    ) -> bool:
+        return self._stores.use(
+            events.unsubscribe, event_name, job=job, workflow=workflow, namespace=namespace
+        )
 
     def list_events(self, **filters: Any) -> list[Event]:
         """Published events, newest first (``name=``, ``namespace=``, ``before_id=``,

@@ -89,40 +89,52 @@ def events_list(
 
 @events.command("subscribe")
 @click.argument("event")
-@click.argument("job")
+@click.argument("job", required=False)
 @api_options
+@click.option("--workflow", default=None, help="Start this workflow instead of a job.")
 @click.option("--where", default=None, help='A filter as JSON, e.g. {"customer.tier": "gold"}.')
 @click.option("--namespace", default="default", show_default=True)
 def events_subscribe(
     event: str,
-    job: str,
+    job: str | None,
     url: str,
     token: str | None,
     as_json: bool,
+    workflow: str | None,
     where: str | None,
     namespace: str,
 ) -> None:
-    """Run JOB once per EVENT whose payload matches --where (again: replace it)."""
+    """Run JOB (or start --workflow) once per EVENT whose payload matches --where
+    (again: replace it)."""
     with _client(url, token) as client:
-        made = client.subscribe_job(event, job, _json_arg("--where", where), namespace)
+        event_filter = _json_arg("--where", where)
+        made = client.subscribe(event, job, event_filter, namespace, workflow)
     if as_json:
         _print_json(made)
         return
-    click.echo(f"job {made['job']} runs on {made['event']} where {made['filter'] or 'always'}")
+    target = f"job {made['job']}" if made["job"] else f"workflow {made['workflow']}"
+    click.echo(f"{target} runs on {made['event']} where {made['filter'] or 'always'}")
 
 
 @events.command("unsubscribe")
 @click.argument("event")
-@click.argument("job")
+@click.argument("job", required=False)
 @api_options
+@click.option("--workflow", default=None, help="Unsubscribe this workflow instead of a job.")
 @click.option("--namespace", default="default", show_default=True)
 def events_unsubscribe(
-    event: str, job: str, url: str, token: str | None, as_json: bool, namespace: str
+    event: str,
+    job: str | None,
+    url: str,
+    token: str | None,
+    as_json: bool,
+    workflow: str | None,
+    namespace: str,
 ) -> None:
-    """JOB no longer runs on EVENT."""
+    """JOB (or --workflow) no longer runs on EVENT."""
     with _client(url, token) as client:
-        client.unsubscribe_job(event, job, namespace)
-    click.echo(f"job {job} no longer runs on {event}")
+        client.unsubscribe(event, job, namespace, workflow)
+    click.echo(f"{job or workflow} no longer runs on {event}")
 
 
 @events.command("subscriptions")
@@ -135,6 +147,14 @@ def events_subscriptions(url: str, token: str | None, as_json: bool) -> None:
         _print_json(found)
         return
     _table(
-        ["namespace", "event", "job", "filter"],
-        [[s["namespace"], s["event"], s["job"], s["filter"] or "-"] for s in found],
+        ["namespace", "event", "job / workflow", "filter"],
+        [
+            [
+                s["namespace"],
+                s["event"],
+                s["job"] or f"workflow {s['workflow']}",
+                s["filter"] or "-",
+            ]
+            for s in found
+        ],
     )

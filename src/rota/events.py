@@ -11,13 +11,14 @@ import uuid
 from collections.abc import Collection
 from typing import Any, cast
 
-from rota import schedules
+from rota import flows, schedules
 from rota.clock import Clock
 from rota.domain.events import (
     Event,
     NewEvent,
     Published,
     Subscription,
+    WorkflowStarts,
     check_filter,
 )
 from rota.domain.runs import check_name
@@ -47,8 +48,11 @@ def _events(store: Store) -> EventStore:
     return cast(EventStore, store)
 
 
-async def publish(store: Store, clock: Clock, event: NewEvent) -> Published:
-    return await _events(store).publish(event, clock.db_now())
+async def publish(
+    store: Store, clock: Clock, event: NewEvent, starts: WorkflowStarts | None = None
+) -> Published:
+    """Publish ``event``; ``starts`` (rota.flows.starting) starts subscribed workflows."""
+    return await _events(store).publish(event, clock.db_now(), starts)
 
 
 async def list_events(
@@ -77,26 +81,48 @@ async def list_events(
 async def subscribe(
     store: Store,
     clock: Clock,
-    job_name: str,
     event_name: str,
+    *,
+    job: str | None = None,
+    workflow: str | None = None,
     event_filter: dict[str, Any] | None = None,
     namespace: str = "default",
 ) -> Subscription:
-    """Subscribe the job to ``event_name`` (in the job's namespace); subscribing again
-    replaces the filter. Only events published afterwards make runs."""
+    """Subscribe a job (in ``namespace``) or a workflow to ``event_name``; subscribing
+    again replaces the filter. Only events published afterwards make runs."""
     check_name("event name", event_name)
     checked = check_filter(event_filter)
-    job = await schedules.get_job(store, namespace, job_name)
-    return await _events(store).subscribe_job(job, event_name, checked, clock.db_now())
+    if workflow is not None and job is None:
+        await flows.get(store, namespace, workflow)  # saved, or WorkflowNotFound
+        return await _events(store).subscribe_workflow(
+            namespace, event_name, workflow, checked, clock.db_now()
+        )
+    found = await schedules.get_job(store, namespace, _one_target(job, workflow))
+    return await _events(store).subscribe_job(found, event_name, checked, clock.db_now())
 
 
 async def unsubscribe(
-    store: Store, job_name: str, event_name: str, namespace: str = "default"
+    store: Store,
+    event_name: str,
+    *,
+    job: str | None = None,
+    workflow: str | None = None,
+    namespace: str = "default",
 ) -> bool:
-    """Whether the job was subscribed to ``event_name`` (it is not any more)."""
+    """Whether the job or workflow was subscribed to ``event_name`` (it is not now)."""
     check_name("event name", event_name)
-    job = await schedules.get_job(store, namespace, job_name)
-    return await _events(store).unsubscribe_job(job, event_name)
+    if workflow is not None and job is None:
+        return await _events(store).unsubscribe_workflow(namespace, event_name, workflow)
+    found = await schedules.get_job(store, namespace, _one_target(job, workflow))
+    return await _events(store).unsubscribe_job(found, event_name)
+
+
+def _one_target(job: str | None, workflow: str | None) -> str:
+    if job is None or workflow is not None:
+        raise InvalidArgument(
+            "subscriber", {"job": job, "workflow": workflow}, "exactly one of job and workflow"
+        )
+    return job
 
 
 async def list_subscriptions(

@@ -8,9 +8,11 @@ subscription) starts it from what was saved, through :func:`start`."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from rota.clock import Clock
+from rota.domain.events import WorkflowStarts
 from rota.domain.runs import NewRun, check_idempotency_key, check_name
 from rota.domain.values import check_id, encode_json
 from rota.domain.workflow_runs import WorkflowRunView
@@ -74,6 +76,13 @@ async def definitions(
     """Every saved definition (in ``namespace``, if given) within ``namespaces``."""
     found = await store.list_workflows(namespace)
     return [wf for wf in found if namespaces is None or wf.namespace in namespaces]
+
+
+def starting(registry: Registry) -> WorkflowStarts:
+    """The step runs of a saved workflow for a payload in a namespace, with ``registry``'s
+    handler defaults: what an event's publish needs to start a subscribed workflow
+    inside its own transaction (it reads the saved definition there)."""
+    return functools.partial(step_runs, registry)
 
 
 async def start(

@@ -143,3 +143,20 @@ async def test_subscriptions_are_listed_and_removed(
     refused = await client.put(SUBSCRIPTIONS, json=bad_filter, headers=admin)
     assert refused.status_code == 422
     assert "a..b" in refused.text
+
+
+async def test_a_subscription_names_one_known_target(
+    client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    await _job_subscribed(client, admin)
+    cases = [
+        ({"event": "order.created", "workflow": "not-registered"}, "not-registered"),
+        ({"event": "order.created"}, "exactly one of job and workflow"),
+        ({"event": "order.created", "job": "receipts", "workflow": "w"}, "exactly one"),
+    ]
+    for body, named in cases:
+        answer = await client.put(SUBSCRIPTIONS, json=body, headers=admin)
+        assert answer.status_code == 422, (body, answer.text)
+        assert named in answer.text
+    listed = (await client.get(SUBSCRIPTIONS, headers=admin)).json()["items"]
+    assert [(s["job"], s["workflow"]) for s in listed] == [("receipts", None)]

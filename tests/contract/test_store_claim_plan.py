@@ -150,6 +150,8 @@ async def test_a_renewal_after_the_first_can_rewrite_the_run_in_place(pg_clean: 
     assert after is not None
     assert after[0] - before[0] == 20  # every run renewed ...
     assert after[1] - before[1] > 0  # ... and some in place
+
+
 async def test_sqlite_claim_reaches_runs_by_rowid_after_stale_statistics(sqlite_url: str) -> None:
     """The housekeeping's PRAGMA optimize on a table of three rows recorded statistics
     under which SQLite scanned every row of rota_runs per claim once the table grew

@@ -26,7 +26,18 @@ pytestmark = pytest.mark.slow
 VIEWER = ("jobs:read",)
 TIMEOUT_MS = 15_000
 expect.set_options(timeout=TIMEOUT_MS)
-PAGES = ("/", "/runs", "/dlq", "/jobs", "/workflows", "/workers", "/limits", "/leader", "/breakers", "/signin")
+PAGES = (
+    "/",
+    "/runs",
+    "/dlq",
+    "/jobs",
+    "/workflows",
+    "/workers",
+    "/limits",
+    "/leader",
+    "/breakers",
+    "/signin",
+)
 
 
 @pytest.fixture(scope="module")

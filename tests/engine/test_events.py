@@ -10,8 +10,10 @@ import pytest
 
 import rota
 from rota.domain.states import RunState
+from rota.domain.workflows import WorkflowState
 from rota.errors import InvalidArgument, UnsupportedFeature
 from tests.engine.conftest import working
+from tests.engine.test_workflows import finished
 from tests.waiting import wait_for_state
 
 
@@ -112,3 +114,77 @@ async def test_publish_async_inside_the_callers_transaction(pg_clean: str) -> No
     finally:
         await app.aclose()
         app.close()
+
+
+async def test_an_event_starts_a_subscribed_workflow_once(make_app: Any) -> None:
+    app = make_app()
+    seen: list[Any] = []
+
+    @app.handler("fetch")
+    def fetch(ctx: rota.RunContext, payload: dict[str, Any]) -> int:
+        return int(payload["total"])
+
+    @app.handler("book")
+    def book(ctx: rota.RunContext, payload: dict[str, Any]) -> None:
+        seen.append((ctx.parents["fetch"], ctx.workflow_payload))
+
+    flow = rota.Workflow("order-flow")
+    fetched = flow.step("fetch")
+    flow.step("book", after=[fetched])
+    app.workflow(flow)
+    try:
+        subscription = app.subscribe("order.created", workflow="order-flow", where={"eu": True})
+        assert (subscription.workflow, subscription.job_name) == ("order-flow", None)
+        order = {"total": 7, "eu": True}
+        published = [
+            await app.publish_async("order.created", order, event_id="o-9") for _ in range(5)
+        ]
+        assert [len(p.workflow_run_ids) for p in published] == [1, 0, 0, 0, 0]
+        skipped = await app.publish_async("order.created", {"total": 1, "eu": False})
+        assert skipped.workflow_run_ids == ()
+        async with working(app):
+            [workflow_run_id] = published[0].workflow_run_ids
+            view = await finished(app, workflow_run_id)
+        assert view.state is WorkflowState.SUCCEEDED
+        assert seen == [(7, order)]
+        assert len(await (await app.store()).list_workflow_runs(None, 10)) == 1
+    finally:
+        app.close()
+
+
+def test_a_workflow_subscription_needs_a_known_workflow_and_one_target(db_url: str) -> None:
+    app = rota.App(db_url)
+    try:
+        with pytest.raises(InvalidArgument, match="registered workflow"):
+            app.subscribe("order.created", workflow="nope")
+        with pytest.raises(InvalidArgument, match="exactly one of job and workflow"):
+            app.subscribe("order.created")
+        assert app.unsubscribe("order.created", workflow="nope") is False
+    finally:
+        app.close()
+
+
+def test_a_publisher_that_does_not_know_a_subscribed_workflow_writes_nothing(
+    db_url: str,
+) -> None:
+    """The workflow is subscribed by one App; another App, which does not register
+    it, publishes: the publish is refused whole (no event, no run), not half done."""
+    owner = rota.App(db_url)
+    stranger = rota.App(db_url)
+
+    @owner.handler("fetch")
+    def fetch(ctx: rota.RunContext, payload: Any) -> None:
+        return None
+
+    flow = rota.Workflow("owned")
+    flow.step("fetch")
+    owner.workflow(flow)
+    try:
+        owner.subscribe("order.created", workflow="owned")
+        with pytest.raises(InvalidArgument, match="owned"):
+            stranger.publish("order.created", {}, event_id="x")
+        assert stranger.list_events() == []
+        assert owner.publish("order.created", {}, event_id="x").workflow_run_ids != ()
+    finally:
+        owner.close()
+        stranger.close()

@@ -229,14 +229,15 @@ export interface paths {
         get: operations["list_event_subscriptions"];
         /**
          * Subscribe Job To Event
-         * @description Subscribe a job to an event name (putting it again replaces the filter). Only
-         *     events published afterwards run it.
+         * @description Subscribe a job, or a workflow the server registers, to an event name (putting
+         *     it again replaces the filter). Only events published afterwards run it.
          */
         put: operations["subscribe_job_to_event"];
         post?: never;
         /**
          * Unsubscribe Job From Event
-         * @description The job no longer runs on the event (204 whether or not it was subscribed).
+         * @description The job or workflow no longer runs on the event (204 whether or not it was
+         *     subscribed).
          */
         delete: operations["unsubscribe_job_from_event"];
         options?: never;
@@ -1370,9 +1371,11 @@ export interface components {
             /** Id */
             id: number;
             /** Job */
-            job: string;
+            job: string | null;
             /** Namespace */
             namespace: string;
+            /** Workflow */
+            workflow: string | null;
         };
         /**
          * EventType
@@ -1893,8 +1896,9 @@ export interface components {
         };
         /**
          * SubscriptionPut
-         * @description Subscribe ``job`` to the event ``event``; ``filter`` maps payload paths (dotted
-         *     keys) to the values they must equal. Putting it again replaces the filter.
+         * @description Subscribe ``job`` or ``workflow`` (exactly one) to the event ``event``; ``filter``
+         *     maps payload paths (dotted keys) to the values they must equal. Putting it again
+         *     replaces the filter.
          * @example {
          *       "event": "order.created",
          *       "filter": {
@@ -1913,11 +1917,10 @@ export interface components {
             filter?: {
                 [key: string]: components["schemas"]["JsonValue"];
             };
-            /**
-             * Job
-             * @example nightly-report
-             */
-            job: string;
+            /** Job */
+            job?: string | null;
+            /** Workflow */
+            workflow?: string | null;
         };
         /**
          * SubscriptionUpdate
@@ -3517,7 +3520,9 @@ export interface operations {
                 /** @description The event name. */
                 event: string;
                 /** @description The subscribed job. */
-                job: string;
+                job?: string | null;
+                /** @description The subscribed workflow. */
+                workflow?: string | null;
                 /** @description The namespace of the event or job. */
                 namespace?: string;
             };

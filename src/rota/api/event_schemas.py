@@ -69,8 +69,9 @@ class EventPage(BaseModel):
 
 
 class SubscriptionPut(Request):
-    """Subscribe ``job`` to the event ``event``; ``filter`` maps payload paths (dotted
-    keys) to the values they must equal. Putting it again replaces the filter."""
+    """Subscribe ``job`` or ``workflow`` (exactly one) to the event ``event``; ``filter``
+    maps payload paths (dotted keys) to the values they must equal. Putting it again
+    replaces the filter."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -80,7 +81,8 @@ class SubscriptionPut(Request):
     )
 
     event: Name
-    job: Name
+    job: Name | None = None
+    workflow: Name | None = None
     filter: dict[str, JsonValue] = Field(default_factory=dict)
 
 
@@ -88,7 +90,8 @@ class EventSubscriptionOut(BaseModel):
     id: int
     namespace: str
     event: str
-    job: str
+    job: str | None
+    workflow: str | None
     filter: dict[str, Any]
     created_at: datetime
 
@@ -99,6 +102,7 @@ class EventSubscriptionOut(BaseModel):
             namespace=subscription.namespace,
             event=subscription.event_name,
             job=subscription.job_name,
+            workflow=subscription.workflow,
             filter=subscription.filter,
             created_at=subscription.created_at,
         )

@@ -73,8 +73,8 @@ class _Calls:
     publish_event = door_call(event_calls.publish_event)
     list_events = door_call(event_calls.list_events)
     list_event_subscriptions = door_call(event_calls.list_event_subscriptions)
-    subscribe_job = door_call(event_calls.subscribe_job)
-    unsubscribe_job = door_call(event_calls.unsubscribe_job)
+    subscribe = door_call(event_calls.subscribe)
+    unsubscribe = door_call(event_calls.unsubscribe)
 
 
 class RotaClient(_Calls, SyncDoor):

@@ -38,15 +38,22 @@ def list_event_subscriptions() -> Call[list[JsonObject]]:
     return list(page["items"])
 
 
-def subscribe_job(
-    event: str, job: str, event_filter: JsonObject | None = None, namespace: str = "default"
+def subscribe(
+    event: str,
+    job: str | None = None,
+    event_filter: JsonObject | None = None,
+    namespace: str = "default",
+    workflow: str | None = None,
 ) -> Call[JsonObject]:
-    body = {"event": event, "job": job, "filter": event_filter or {}}
+    """Subscribe a job, or a workflow the server registers, to ``event``."""
+    body = {"event": event, "filter": event_filter or {}} | _query(job=job, workflow=workflow)
     path = "/api/v1/events/subscriptions"
     made = yield Request("PUT", path, {"namespace": namespace}, body=body, retryable=True)
     return dict(made)
 
 
-def unsubscribe_job(event: str, job: str, namespace: str = "default") -> Call[None]:
-    params = {"event": event, "job": job, "namespace": namespace}
+def unsubscribe(
+    event: str, job: str | None = None, namespace: str = "default", workflow: str | None = None
+) -> Call[None]:
+    params = {"event": event, "namespace": namespace} | _query(job=job, workflow=workflow)
     yield Request("DELETE", "/api/v1/events/subscriptions", params, retryable=True)

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rota import flows, schedules, services
-from rota.api.routes.workflows import STEP_NAMESPACE
 from rota.clock import Clock
 from rota.dashboard.shared import Shared
 from rota.domain.access import Principal
@@ -24,7 +23,7 @@ from rota.domain.stats import FinishedCount, QueueCount
 from rota.domain.triggers import fire_times
 from rota.domain.workers import WorkerInfo
 from rota.domain.workflow_runs import WorkflowRunView
-from rota.errors import JobNotFound, WorkflowRunNotFound
+from rota.errors import JobNotFound
 from rota.store.port import LeaderInfo, LeaderTerm, Store
 
 WINDOW = timedelta(hours=1)
@@ -205,19 +204,14 @@ WORKFLOW_RUNS_SHOWN = 50
 
 
 async def workflow_runs(store: Store, principal: Principal) -> list[WorkflowRunView]:
-    """The newest workflow runs with their derived state (one read of each: the list
-    is short). Steps run in the workflows' namespace: a viewer who cannot see it sees
-    none, as the API does."""
-    if not principal.can_see(STEP_NAMESPACE):
-        return []
-    rows = await flows.recent(store, None, WORKFLOW_RUNS_SHOWN)
+    """The newest workflow runs the viewer can see, with their derived state (one read
+    of each: the list is short), as the API lists them."""
+    rows = await flows.recent(store, None, WORKFLOW_RUNS_SHOWN, None, principal.namespaces)
     return [await flows.show(store, int(row["id"])) for row in rows]
 
 
 async def workflow_run(store: Store, principal: Principal, workflow_run_id: int) -> WorkflowRunView:
-    if not principal.can_see(STEP_NAMESPACE):
-        raise WorkflowRunNotFound(workflow_run_id)
-    return await flows.show(store, workflow_run_id)
+    return await flows.show(store, workflow_run_id, principal.namespaces)
 
 
 # -- jobs ----------------------------------------------------------------------------

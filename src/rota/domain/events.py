@@ -15,6 +15,7 @@ is not an object, or a missing key, does not match.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,7 +23,12 @@ from typing import Any
 from rota.domain.jobs import Job, manual_run
 from rota.domain.runs import NewRun, check_name
 from rota.domain.values import check_json_text, check_text, encode_json
+from rota.domain.workflows import WorkflowDefinition
 from rota.errors import InvalidArgument
+
+# The step runs of a saved workflow for a payload in a namespace (rota.flows.starting:
+# the publishing process's handler registry gives each step its defaults).
+WorkflowStarts = Callable[[WorkflowDefinition, Any, str], list[NewRun]]
 
 MAX_EVENT_PAYLOAD_BYTES = 65_536  # the encoded JSON, in UTF-8 bytes
 MAX_EVENT_ID = 200  # leaves room in a run's 255-character idempotency key
@@ -74,11 +80,13 @@ class Event:
 @dataclass(frozen=True)
 class Published:
     """What a publish did: the event as stored, whether this call stored it (False: the
-    same event was published before, and nothing new was created), and the runs."""
+    same event was published before, and nothing new was created), the jobs' runs and
+    the workflow runs it started."""
 
     event: Event
     created: bool
     run_ids: tuple[int, ...]
+    workflow_run_ids: tuple[int, ...] = ()
 
 
 def check_filter(value: object) -> dict[str, Any]:
@@ -140,12 +148,14 @@ def matches(event_filter: dict[str, Any], payload: Any) -> bool:
 
 @dataclass(frozen=True)
 class Subscription:
-    """A job subscribed to an event name (in the job's namespace)."""
+    """A job (in its namespace) or a workflow subscribed to an event name: exactly one
+    of ``job_name`` and ``workflow`` is set."""
 
     id: int
     namespace: str
     event_name: str
-    job_name: str
+    job_name: str | None
+    workflow: str | None
     filter: dict[str, Any]
     created_at: datetime
 

@@ -11,14 +11,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from rota.domain.events import Event, NewEvent, Published, Subscription
+from rota.domain.events import Event, NewEvent, Published, Subscription, WorkflowStarts
 from rota.domain.jobs import Job
 
 
 class EventStore(Protocol):
-    async def publish(self, event: NewEvent, now: datetime | None) -> Published:
-        """Store the event and make one run per matching subscription, in one
-        transaction; the same (namespace, name, event id) again makes nothing."""
+    async def publish(
+        self, event: NewEvent, now: datetime | None, starts: WorkflowStarts | None = None
+    ) -> Published:
+        """Store the event and make one run per matching job subscription (and start
+        each matching workflow through ``starts``), in one transaction; the same
+        (namespace, name, event id) again makes nothing."""
 
     async def list_events(
         self,
@@ -41,6 +44,20 @@ class EventStore(Protocol):
         """Subscribe ``job`` (again: replace its filter)."""
 
     async def unsubscribe_job(self, job: Job, event_name: str) -> bool: ...
+
+    async def subscribe_workflow(
+        self,
+        namespace: str,
+        event_name: str,
+        workflow: str,
+        event_filter: dict[str, Any],
+        now: datetime | None,
+    ) -> Subscription:
+        """Subscribe the workflow ``workflow`` (again: replace its filter)."""
+
+    async def unsubscribe_workflow(
+        self, namespace: str, event_name: str, workflow: str
+    ) -> bool: ...
 
     async def list_subscriptions_to_events(
         self, namespaces: Sequence[str] | None

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from rota.domain.events import NewEvent, Published
+from rota.domain.events import NewEvent, Published, WorkflowStarts
 from rota.domain.runs import Enqueued, NewRun, Outcome
 
 
@@ -48,9 +48,17 @@ class CallerConnectionPublish(Protocol):
     written inside the caller's transaction and exist only if the caller commits."""
 
     async def publish_on(
-        self, connection: Any, event: NewEvent, now: datetime | None
+        self,
+        connection: Any,
+        event: NewEvent,
+        now: datetime | None,
+        starts: WorkflowStarts | None = None,
     ) -> Published: ...
 
     def publish_on_sync(
-        self, connection: Any, event: NewEvent, now: datetime | None
+        self,
+        connection: Any,
+        event: NewEvent,
+        now: datetime | None,
+        starts: WorkflowStarts | None = None,
     ) -> Published: ...

@@ -23,7 +23,7 @@ from rota.api.event_schemas import (
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import Name
 from rota.domain.access import Principal
-from rota.errors import InvalidArgument, JobNotFound
+from rota.errors import InvalidArgument
 
 router = APIRouter(prefix="/api/v1/events", tags=["events"])
 CURSOR = "event"
@@ -56,7 +56,8 @@ async def publish_event(
     audit_target(request, f"event {body.name}", namespace)
     _reachable(principal, namespace)
     event = events.new_event(body.name, body.payload, body.id, namespace)
-    published = await events.publish(store, context.clock, event)
+    starts = context.rota_app.workflow_starts()
+    published = await events.publish(store, context.clock, event, starts)
     if not published.created:
         response.status_code = 200
     return EventPublished.of(published)
@@ -103,13 +104,19 @@ async def subscribe_job_to_event(
     body: SubscriptionPut,
     namespace: NamespaceQuery = "default",
 ) -> EventSubscriptionOut:
-    """Subscribe a job to an event name (putting it again replaces the filter). Only
-    events published afterwards run it."""
-    audit_target(request, f"job {namespace}/{body.job} on event {body.event}", namespace)
-    if not principal.can_see(namespace):
-        raise JobNotFound(namespace, body.job)
+    """Subscribe a job, or a saved workflow, to an event name (putting
+    it again replaces the filter). Only events published afterwards run it."""
+    target = f"job {namespace}/{body.job}" if body.job else f"workflow {body.workflow}"
+    audit_target(request, f"{target} on event {body.event}", namespace)
+    _reachable(principal, namespace)
     subscription = await events.subscribe(
-        store, context.clock, body.job, body.event, body.filter, namespace
+        store,
+        context.clock,
+        body.event,
+        job=body.job,
+        workflow=body.workflow,
+        event_filter=body.filter,
+        namespace=namespace,
     )
     return EventSubscriptionOut.of(subscription)
 
@@ -120,12 +127,13 @@ async def unsubscribe_job_from_event(
     principal: Manager,
     store: StoreDep,
     event: Annotated[Name, Query(description="The event name.")],
-    job: Annotated[Name, Query(description="The subscribed job.")],
+    job: Annotated[Name | None, Query(description="The subscribed job.")] = None,
+    workflow: Annotated[Name | None, Query(description="The subscribed workflow.")] = None,
     namespace: NamespaceQuery = "default",
 ) -> Response:
-    """The job no longer runs on the event (204 whether or not it was subscribed)."""
-    audit_target(request, f"job {namespace}/{job} on event {event}", namespace)
-    if not principal.can_see(namespace):
-        raise JobNotFound(namespace, job)
-    await events.unsubscribe(store, job, event, namespace)
+    """The job or workflow no longer runs on the event (204 whether or not it was
+    subscribed)."""
+    audit_target(request, f"{job or workflow} on event {event}", namespace)
+    _reachable(principal, namespace)
+    await events.unsubscribe(store, event, job=job, workflow=workflow, namespace=namespace)
     return Response(status_code=204)

@@ -11,7 +11,7 @@ from rota.store.core.base import CoreBase
 from rota.store.dialect import Row
 
 
-def _stored(row: Row) -> StoredWorkflow:
+def stored_workflow_from_row(row: Row) -> StoredWorkflow:
     return StoredWorkflow(
         namespace=row["namespace"],
         definition=definition_from_json(row["definition"]),
@@ -31,13 +31,14 @@ class CoreWorkflowDefinitions(CoreBase):
             "definition": json.dumps(definition.to_json()),
         }
         [row] = await self._d.write("save_workflow", params, now)
-        return _stored(row)
+        return stored_workflow_from_row(row)
 
     async def get_workflow(self, namespace: str, name: str) -> StoredWorkflow | None:
         rows = await self._d.rows("get_workflow", {"namespace": namespace, "name": name})
-        return _stored(rows[0]) if rows else None
+        return stored_workflow_from_row(rows[0]) if rows else None
 
     async def list_workflows(self, namespace: str | None) -> list[StoredWorkflow]:
         return [
-            _stored(row) for row in await self._d.rows("list_workflows", {"namespace": namespace})
+            stored_workflow_from_row(row)
+            for row in await self._d.rows("list_workflows", {"namespace": namespace})
         ]

@@ -198,6 +198,41 @@ async def _fan_out(
     await session.rows("open_map", {"id": row["id"], "count": len(texts), "step_input": None})
 
 
+async def start_workflow_in(
+    session: Session,
+    definition: WorkflowDefinition,
+    payload_json: str,
+    steps: Sequence[NewRun],
+    aging_seconds: float,
+    namespace: str = "default",
+    idempotency_key: str | None = None,
+) -> int:
+    """Create a workflow run in ``namespace`` on ``session``: its row, and one run per
+    step (``steps`` in the order of ``definition.steps``, in the same namespace): steps
+    with no parents Pending, the rest Waiting. A repeated ``idempotency_key`` (per
+    namespace and workflow) creates nothing and returns the first one's id. An event's
+    publish starts its subscribed workflows this way, in its transaction."""
+    params = {
+        "namespace": namespace,
+        "name": definition.name,
+        "definition": json.dumps(definition.to_json()),
+        "payload": payload_json,
+        "idempotency_key": idempotency_key,
+    }
+    inserted = await session.rows("insert_workflow_run", params)
+    if not inserted:
+        [first] = await session.rows("workflow_run_by_key", params)
+        return int(first["id"])
+    workflow_run_id = int(inserted[0]["id"])
+    workflow_payload = json.loads(payload_json)
+    items = [
+        _step_row(run, spec, workflow_run_id, workflow_payload)
+        for spec, run in zip(definition.steps, steps, strict=True)
+    ]
+    await session.batch("insert_steps", items, {"aging_seconds": aging_seconds})
+    return workflow_run_id
+
+
 class CoreWorkflows(CoreReads):
     async def start_workflow_run(
         self,
@@ -208,33 +243,19 @@ class CoreWorkflows(CoreReads):
         namespace: str = "default",
         idempotency_key: str | None = None,
     ) -> int:
-        """Create a workflow run in ``namespace``: its row, and one run per step
-        (``steps`` in the order of ``definition.steps``, in the same namespace): steps
-        with no parents Pending, the rest Waiting. A repeated ``idempotency_key`` (per
-        namespace and workflow) creates nothing and returns the first one's id."""
-
-        async def start(session: Session) -> int:
-            params = {
-                "namespace": namespace,
-                "name": definition.name,
-                "definition": json.dumps(definition.to_json()),
-                "payload": payload_json,
-                "idempotency_key": idempotency_key,
-            }
-            inserted = await session.rows("insert_workflow_run", params)
-            if not inserted:
-                [first] = await session.rows("workflow_run_by_key", params)
-                return int(first["id"])
-            workflow_run_id = int(inserted[0]["id"])
-            workflow_payload = json.loads(payload_json)
-            items = [
-                _step_row(run, spec, workflow_run_id, workflow_payload)
-                for spec, run in zip(definition.steps, steps, strict=True)
-            ]
-            await session.batch("insert_steps", items, {"aging_seconds": self.aging_seconds})
-            return workflow_run_id
-
-        return await self._d.in_transaction(now, start)
+        """Create a workflow run in a transaction of its own (:func:`start_workflow_in`)."""
+        return await self._d.in_transaction(
+            now,
+            lambda session: start_workflow_in(
+                session,
+                definition,
+                payload_json,
+                steps,
+                self.aging_seconds,
+                namespace,
+                idempotency_key,
+            ),
+        )
 
     async def cancel_workflow_run(self, workflow_run_id: int, now: datetime | None) -> None:
         """Cancel every unfinished step. Steps a worker holds are asked to stop in a

@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
-from rota.domain.events import NewEvent, Published
+from rota.domain.events import NewEvent, Published, WorkflowStarts
 from rota.domain.runs import Enqueued, NewRun, Outcome
 from rota.errors import HandlerTransactionsExhausted, StoreError
 from rota.store.core.base import insert_runs, missing_keys, run_item
@@ -126,15 +126,27 @@ class PostgresCallerEnqueue:
                     return int(run_id)
         raise StoreError(f"run with idempotency key {run.idempotency_key!r} vanished")
 
-    async def publish_on(self, connection: Any, event: NewEvent, now: datetime | None) -> Published:
+    async def publish_on(
+        self,
+        connection: Any,
+        event: NewEvent,
+        now: datetime | None,
+        starts: WorkflowStarts | None = None,
+    ) -> Published:
         if not isinstance(connection, psycopg.AsyncConnection):
             raise StoreError(
                 "connection must be a psycopg.AsyncConnection (use publish for plain ones), "
                 f"got {type(connection).__name__}"
             )
-        return await publish_in(PgSession(connection, now), event, self.aging_seconds)
+        return await publish_in(PgSession(connection, now), event, self.aging_seconds, starts)
 
-    def publish_on_sync(self, connection: Any, event: NewEvent, now: datetime | None) -> Published:
+    def publish_on_sync(
+        self,
+        connection: Any,
+        event: NewEvent,
+        now: datetime | None,
+        starts: WorkflowStarts | None = None,
+    ) -> Published:
         """The same for a plain psycopg connection (the library's sync door)."""
         if not isinstance(connection, psycopg.Connection):
             raise StoreError(
@@ -142,4 +154,4 @@ class PostgresCallerEnqueue:
                 f"got {type(connection).__name__}"
             )
         session = SyncPgSession(connection, now)
-        return drive(lambda s: publish_in(s, event, self.aging_seconds), session)
+        return drive(lambda s: publish_in(s, event, self.aging_seconds, starts), session)

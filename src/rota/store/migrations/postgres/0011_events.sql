@@ -19,9 +19,13 @@ CREATE TABLE rota_event_subscriptions (
     id          bigserial PRIMARY KEY,
     namespace   text NOT NULL,
     event_name  text NOT NULL,
-    job_id      bigint NOT NULL REFERENCES rota_jobs (id) ON DELETE CASCADE,
+    -- Exactly one target: a job (deleted with it) or a workflow, by name.
+    job_id      bigint REFERENCES rota_jobs (id) ON DELETE CASCADE,
+    workflow    text,
     filter      text NOT NULL DEFAULT '{}',  -- JSON: payload path -> value (equality)
     created_at  timestamptz NOT NULL,
-    UNIQUE (namespace, event_name, job_id)
+    CHECK ((job_id IS NULL) <> (workflow IS NULL)),
+    UNIQUE (namespace, event_name, job_id),
+    UNIQUE (namespace, event_name, workflow)
 );
 CREATE INDEX rota_event_subscriptions_job ON rota_event_subscriptions (job_id);

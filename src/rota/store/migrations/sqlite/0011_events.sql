@@ -20,9 +20,13 @@ CREATE TABLE rota_event_subscriptions (
     id          INTEGER PRIMARY KEY,
     namespace   TEXT NOT NULL,
     event_name  TEXT NOT NULL,
-    job_id      INTEGER NOT NULL REFERENCES rota_jobs (id) ON DELETE CASCADE,
+    -- Exactly one target: a job (deleted with it) or a workflow, by name.
+    job_id      INTEGER REFERENCES rota_jobs (id) ON DELETE CASCADE,
+    workflow    TEXT,
     filter      TEXT NOT NULL DEFAULT '{}',  -- JSON: payload path -> value (equality)
     created_at  REAL NOT NULL,
-    UNIQUE (namespace, event_name, job_id)
+    CHECK ((job_id IS NULL) <> (workflow IS NULL)),
+    UNIQUE (namespace, event_name, job_id),
+    UNIQUE (namespace, event_name, workflow)
 );
 CREATE INDEX rota_event_subscriptions_job ON rota_event_subscriptions (job_id);

@@ -18,10 +18,12 @@ WHERE namespace = %(namespace)s AND name = %(name)s AND event_id = %(event_id)s;
 UPDATE rota_events SET runs_created = %(runs_created)s WHERE id = %(id)s;
 
 -- name: event_subscribers
--- The subscribed jobs, with the subscription's id and filter; paused jobs make no runs.
-SELECT s.id AS subscription_id, s.filter, j.*
-FROM rota_event_subscriptions s JOIN rota_jobs j ON j.id = s.job_id
-WHERE s.namespace = %(namespace)s AND s.event_name = %(name)s AND NOT j.paused
+-- The subscribed jobs (their columns) and workflows (job columns NULL), with the
+-- subscription's id, filter and workflow; paused jobs make no runs.
+SELECT s.id AS subscription_id, s.filter, s.workflow, j.*
+FROM rota_event_subscriptions s LEFT JOIN rota_jobs j ON j.id = s.job_id
+WHERE s.namespace = %(namespace)s AND s.event_name = %(name)s
+  AND (s.job_id IS NULL OR NOT j.paused)
 ORDER BY s.id;
 
 -- name: list_events
@@ -53,8 +55,20 @@ DELETE FROM rota_event_subscriptions
 WHERE job_id = %(job_id)s AND event_name = %(event_name)s
 RETURNING id;
 
+-- name: subscribe_workflow
+INSERT INTO rota_event_subscriptions (namespace, event_name, workflow, filter, created_at)
+VALUES (%(namespace)s, %(event_name)s, %(workflow)s, %(filter)s,
+        COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (namespace, event_name, workflow) DO UPDATE SET filter = excluded.filter
+RETURNING *;
+
+-- name: unsubscribe_workflow
+DELETE FROM rota_event_subscriptions
+WHERE namespace = %(namespace)s AND event_name = %(event_name)s AND workflow = %(workflow)s
+RETURNING id;
+
 -- name: list_event_subscriptions
 SELECT s.*, j.name AS job_name
-FROM rota_event_subscriptions s JOIN rota_jobs j ON j.id = s.job_id
+FROM rota_event_subscriptions s LEFT JOIN rota_jobs j ON j.id = s.job_id
 WHERE (%(namespaces)s::text[] IS NULL OR s.namespace = ANY(%(namespaces)s::text[]))
 ORDER BY s.namespace, s.event_name, s.id;

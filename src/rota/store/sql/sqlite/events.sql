@@ -16,10 +16,12 @@ WHERE namespace = :namespace AND name = :name AND event_id = :event_id;
 UPDATE rota_events SET runs_created = :runs_created WHERE id = :id;
 
 -- name: event_subscribers
--- The subscribed jobs, with the subscription's id and filter; paused jobs make no runs.
-SELECT s.id AS subscription_id, s.filter, j.*
-FROM rota_event_subscriptions s JOIN rota_jobs j ON j.id = s.job_id
-WHERE s.namespace = :namespace AND s.event_name = :name AND NOT j.paused
+-- The subscribed jobs (their columns) and workflows (job columns NULL), with the
+-- subscription's id, filter and workflow; paused jobs make no runs.
+SELECT s.id AS subscription_id, s.filter, s.workflow, j.*
+FROM rota_event_subscriptions s LEFT JOIN rota_jobs j ON j.id = s.job_id
+WHERE s.namespace = :namespace AND s.event_name = :name
+  AND (s.job_id IS NULL OR NOT j.paused)
 ORDER BY s.id;
 
 -- name: list_events
@@ -49,8 +51,19 @@ RETURNING *;
 DELETE FROM rota_event_subscriptions WHERE job_id = :job_id AND event_name = :event_name
 RETURNING id;
 
+-- name: subscribe_workflow
+INSERT INTO rota_event_subscriptions (namespace, event_name, workflow, filter, created_at)
+VALUES (:namespace, :event_name, :workflow, :filter, :now)
+ON CONFLICT (namespace, event_name, workflow) DO UPDATE SET filter = excluded.filter
+RETURNING *;
+
+-- name: unsubscribe_workflow
+DELETE FROM rota_event_subscriptions
+WHERE namespace = :namespace AND event_name = :event_name AND workflow = :workflow
+RETURNING id;
+
 -- name: list_event_subscriptions
 SELECT s.*, j.name AS job_name
-FROM rota_event_subscriptions s JOIN rota_jobs j ON j.id = s.job_id
+FROM rota_event_subscriptions s LEFT JOIN rota_jobs j ON j.id = s.job_id
 WHERE (:namespaces IS NULL OR s.namespace IN (SELECT value FROM json_each(:namespaces)))
 ORDER BY s.namespace, s.event_name, s.id;
