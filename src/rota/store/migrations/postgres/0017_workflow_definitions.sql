@@ -1,4 +1,4 @@
--- rota schema version 11 (PostgreSQL): workflow definitions kept in the database, so
+-- rota schema version 17 (PostgreSQL): workflow definitions kept in the database, so
 -- any process (the API server, the CLI through it, a leader's planner) can start a
 -- workflow by name; and workflow runs carry the namespace they (and their steps) run
 -- in (DESIGN.md "Workflows", ADR 0019).

@@ -1,4 +1,4 @@
--- rota schema version 12 (SQLite): the dashboard's counts read cheaply at any size
+-- rota schema version 16 (SQLite): the dashboard's counts read cheaply at any size
 -- (DESIGN.md "The dashboard", ADR 0014).
 -- The state index also holds what the live counts read (namespace, queue, run_at): the
 -- same index, the same writes, wider entries; counting live runs reads it alone.

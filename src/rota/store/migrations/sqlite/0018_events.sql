@@ -1,4 +1,4 @@
--- rota schema version 11 (SQLite): events and the jobs subscribed to them
+-- rota schema version 18 (SQLite): events and the jobs subscribed to them
 -- (DESIGN.md "Events", ADR 0019).
 -- An event is unique by (namespace, name, event_id): publishing it again inserts
 -- nothing, so its runs are made once, in the transaction that stores it. Events are

@@ -1,4 +1,4 @@
--- rota schema version 11 (SQLite): circuit breakers that open on a failure rate, fail
+-- rota schema version 13 (SQLite): circuit breakers that open on a failure rate, fail
 -- fast while open, and announce opening to webhooks (ADR 0016, ADR 0017).
 
 -- A rule may open on a failure rate only, so failures becomes optional. SQLite cannot

@@ -1,4 +1,4 @@
--- rota schema version 11 (PostgreSQL): dashboard sessions that were signed out (ADR
+-- rota schema version 15 (PostgreSQL): dashboard sessions that were signed out (ADR
 -- 0014). A session is a signed cookie; signing out writes its id here until the cookie
 -- would have expired, and every server process refuses a cookie whose id is here (a
 -- primary key read per request). Each sign-out prunes the rows past their expiry.
