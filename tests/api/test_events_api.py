@@ -149,8 +149,11 @@ async def test_a_subscription_names_one_known_target(
     client: httpx.AsyncClient, admin: dict[str, str]
 ) -> None:
     await _job_subscribed(client, admin)
+    unsaved = {"event": "order.created", "workflow": "not-saved"}
+    answer = await client.put(SUBSCRIPTIONS, json=unsaved, headers=admin)
+    assert answer.status_code == 404, answer.text
+    assert "not-saved" in answer.text
     cases = [
-        ({"event": "order.created", "workflow": "not-registered"}, "not-registered"),
         ({"event": "order.created"}, "exactly one of job and workflow"),
         ({"event": "order.created", "job": "receipts", "workflow": "w"}, "exactly one"),
     ]

@@ -11,7 +11,7 @@ import pytest
 import rota
 from rota.domain.states import RunState
 from rota.domain.workflows import WorkflowState
-from rota.errors import InvalidArgument, UnsupportedFeature
+from rota.errors import InvalidArgument, UnsupportedFeature, WorkflowNotFound
 from tests.engine.conftest import working
 from tests.engine.test_workflows import finished
 from tests.waiting import wait_for_state
@@ -155,7 +155,7 @@ async def test_an_event_starts_a_subscribed_workflow_once(make_app: Any) -> None
 def test_a_workflow_subscription_needs_a_known_workflow_and_one_target(db_url: str) -> None:
     app = rota.App(db_url)
     try:
-        with pytest.raises(InvalidArgument, match="registered workflow"):
+        with pytest.raises(WorkflowNotFound, match="'nope' does not exist"):
             app.subscribe("order.created", workflow="nope")
         with pytest.raises(InvalidArgument, match="exactly one of job and workflow"):
             app.subscribe("order.created")
@@ -167,8 +167,9 @@ def test_a_workflow_subscription_needs_a_known_workflow_and_one_target(db_url: s
 def test_a_publisher_that_does_not_know_a_subscribed_workflow_writes_nothing(
     db_url: str,
 ) -> None:
-    """The workflow is subscribed by one App; another App, which does not register
-    it, publishes: the publish is refused whole (no event, no run), not half done."""
+    """The workflow is saved and subscribed by one App; another App, which does not
+    know its handlers, publishes: the publish is refused whole (no event, no run),
+    naming the handler, not half done."""
     owner = rota.App(db_url)
     stranger = rota.App(db_url)
 
@@ -181,7 +182,7 @@ def test_a_publisher_that_does_not_know_a_subscribed_workflow_writes_nothing(
     owner.workflow(flow)
     try:
         owner.subscribe("order.created", workflow="owned")
-        with pytest.raises(InvalidArgument, match="owned"):
+        with pytest.raises(InvalidArgument, match="'fetch'"):
             stranger.publish("order.created", {}, event_id="x")
         assert stranger.list_events() == []
         assert owner.publish("order.created", {}, event_id="x").workflow_run_ids != ()
