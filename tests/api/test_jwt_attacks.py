@@ -29,6 +29,15 @@ GOOD: dict[str, Any] = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _claims_dated_now() -> None:
+    """Date the claims when each test runs, not at import: a busy machine may reach
+    this module more than the token's 10 minutes after the suite was collected."""
+    global NOW
+    NOW = int(time.time())
+    GOOD.update(iat=NOW, exp=NOW + 600)
+
+
 def signed(claims: dict[str, Any], key: str = SIGNING_KEY, algorithm: str = "HS256") -> str:
     with warnings.catch_warnings():
         # HS512 with our 44-byte key is the point of one attack: PyJWT warns about it.
