@@ -33,7 +33,7 @@ def _visible(principal: Principal, namespace: str, name: str) -> None:
         raise WorkflowNotFound(namespace, name)
 
 
-@router.post("", responses=responses(*AUTHENTICATED, 404, 422))
+@router.post("", responses=responses(*AUTHENTICATED, 400, 404, 422))
 async def save_workflow(
     request: Request, principal: Manager, context: Context, store: StoreDep, body: WorkflowCreate
 ) -> WorkflowOut:
@@ -79,7 +79,7 @@ async def get_workflow(
     return WorkflowOut.of(stored, await workflow_schedules.schedule_of(store, namespace, name))
 
 
-@router.post("/{name}/runs", status_code=202, responses=responses(*AUTHENTICATED, 404, 422))
+@router.post("/{name}/runs", status_code=202, responses=responses(*AUTHENTICATED, 400, 404, 422))
 async def start_workflow(
     request: Request,
     name: Name,
