@@ -79,24 +79,26 @@ async def reset_breaker(request: Request, session: Viewer) -> Response:
     return back_to("/breakers", "breaker-reset")
 
 
-@router.post("/breakers/rates", name="set_rate")
-async def set_rate(request: Request, session: Viewer) -> Response:
+async def _rate_form(request: Request, session: Session) -> tuple[str, str, str]:
+    """A rate form's scope, name and rate, once its CSRF token and the caller's right to
+    act on the whole cluster are checked (audited as the rate it names)."""
     audit_target(request, "rate")  # named below once the form is read
     fields = await checked_form(request, session)
     scope, name = _field(fields, "scope"), _field(fields, "name")
     audit_target(request, f"rate {scope[:40]}:{name[:100]}")
     require(session.principal, Scope.ADMIN, cluster_wide=True)
-    store = await dashboard(request).store()
-    await services.set_rate(store, scope, name, _field(fields, "rate"))
+    return scope, name, _field(fields, "rate")
+
+
+@router.post("/breakers/rates", name="set_rate")
+async def set_rate(request: Request, session: Viewer) -> Response:
+    scope, name, rate = await _rate_form(request, session)
+    await services.set_rate(await dashboard(request).store(), scope, name, rate)
     return back_to("/breakers", "rate-set")
 
 
 @router.post("/breakers/rates/clear", name="clear_rate")
 async def clear_rate(request: Request, session: Viewer) -> Response:
-    audit_target(request, "rate")  # named below once the form is read
-    fields = await checked_form(request, session)
-    scope, name = _field(fields, "scope"), _field(fields, "name")
-    audit_target(request, f"rate {scope[:40]}:{name[:100]}")
-    require(session.principal, Scope.ADMIN, cluster_wide=True)
+    scope, name, _ = await _rate_form(request, session)
     await services.clear_rate(await dashboard(request).store(), scope, name)
     return back_to("/breakers", "rate-cleared")
