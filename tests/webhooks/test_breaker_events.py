@@ -79,4 +79,4 @@ async def test_run_events_of_a_subscription_without_breaker_opened_stay_alone(
     await _attempt(store, 0, ok=False)
     deliveries = await store.list_deliveries(made.subscription.id, None, 10)
     assert [d.event_type for d in deliveries] == [EventType.RUN_FAILED]
-    assert deliveries[0].cause is None
+    assert deliveries[0].event_data is None  # a plain run event: its data are the run

@@ -178,11 +178,10 @@ class Delivery:
     last_status: int | None
     last_error: str | None
     delivered_at: datetime | None
-    # An event that is not a run's (workflow.finished) carries its own data document;
-    # None for run events, whose data are the run columns above.
+    # An event whose data are not just its run's columns (workflow.finished,
+    # breaker.opened) stores its own data document, written with the event; None for
+    # run events, whose data are the run columns above.
     event_data: dict[str, Any] | None = None
-    breaker_key: str | None = None  # breaker.opened only ("" for runs without a key)
-    cause: str | None = None  # breaker.opened only: why it opened
 
     @property
     def message_id(self) -> str:
@@ -201,8 +200,6 @@ class Delivery:
                 "state": self.run_state,
                 "attempt": self.attempt,
             }
-        if self.event_type is EventType.BREAKER_OPENED:
-            data["breaker"] = {"key": self.breaker_key or "", "cause": self.cause}
         document: dict[str, Any] = {
             "type": self.event_type.value,
             "timestamp": self.occurred_at.isoformat(),

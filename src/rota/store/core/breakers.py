@@ -161,7 +161,7 @@ def _opened_event(transition: Transition, run_id: int) -> dict[str, Any]:
     gives the namespace, queue and attempt subscriptions filter on."""
     return {
         "run_id": run_id,
-        "breaker_key": transition.key,
+        "breaker_key": transition.key or "",
         "cause": transition.cause,
     }
 

@@ -84,8 +84,6 @@ def delivery_from_row(row: Row) -> Delivery:
         last_error=row["last_error"],
         delivered_at=row["delivered_at"],
         event_data=row.get("event_data"),
-        breaker_key=row["breaker_key"],
-        cause=row["cause"],
     )
 
 

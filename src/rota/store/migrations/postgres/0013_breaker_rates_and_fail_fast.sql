@@ -14,7 +14,3 @@ ALTER TABLE rota_breakers
     ADD COLUMN window_calls integer NOT NULL DEFAULT 0,
     ADD COLUMN window_failures integer NOT NULL DEFAULT 0;
 
--- breaker.opened deliveries name the breaker and why it opened (NULL for run events).
-ALTER TABLE rota_webhook_deliveries
-    ADD COLUMN breaker_key text,
-    ADD COLUMN cause text;

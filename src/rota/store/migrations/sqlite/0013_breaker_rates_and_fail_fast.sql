@@ -24,6 +24,3 @@ ALTER TABLE rota_breakers ADD COLUMN window_started_at INTEGER;
 ALTER TABLE rota_breakers ADD COLUMN window_calls INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rota_breakers ADD COLUMN window_failures INTEGER NOT NULL DEFAULT 0;
 
--- breaker.opened deliveries name the breaker and why it opened (NULL for run events).
-ALTER TABLE rota_webhook_deliveries ADD COLUMN breaker_key TEXT;
-ALTER TABLE rota_webhook_deliveries ADD COLUMN cause TEXT;

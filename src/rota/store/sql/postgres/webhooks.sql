@@ -141,13 +141,18 @@ RETURNING id;
 
 -- name: breaker_opened_event
 -- breaker.opened, in the transaction that opened the breaker (store/core/breakers.py),
--- once per transition; the run whose outcome opened it names namespace and queue.
+-- once per transition; the run whose outcome opened it names namespace and queue. Its
+-- data document (event_data) is a run event's (Delivery.body) with the breaker added.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
 INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
                                      queue, run_state, attempt, occurred_at, next_attempt_at,
-                                     breaker_key, cause)
+                                     event_data)
 SELECT s.id, 'breaker.opened', r.id, r.namespace, r.handler, r.queue, r.state, r.attempt,
-       t.now, t.now, %(breaker_key)s, %(cause)s
+       t.now, t.now,
+       jsonb_build_object('run_id', r.id, 'namespace', r.namespace, 'handler', r.handler,
+                          'queue', r.queue, 'state', r.state, 'attempt', r.attempt,
+                          'breaker', jsonb_build_object('key', %(breaker_key)s::text,
+                                                        'cause', %(cause)s::text))
 FROM t, rota_runs r
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace

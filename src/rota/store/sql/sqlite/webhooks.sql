@@ -121,12 +121,16 @@ RETURNING id;
 
 -- name: breaker_opened_event
 -- breaker.opened, in the transaction that opened the breaker (store/core/breakers.py),
--- once per transition; the run whose outcome opened it names namespace and queue.
+-- once per transition; the run whose outcome opened it names namespace and queue. Its
+-- data document (event_data) is a run event's (Delivery.body) with the breaker added.
 INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
                                      queue, run_state, attempt, occurred_at, next_attempt_at,
-                                     breaker_key, cause)
+                                     event_data)
 SELECT s.id, 'breaker.opened', r.id, r.namespace, r.handler, r.queue, r.state, r.attempt,
-       :now, :now, :breaker_key, :cause
+       :now, :now,
+       json_object('run_id', r.id, 'namespace', r.namespace, 'handler', r.handler,
+                   'queue', r.queue, 'state', r.state, 'attempt', r.attempt,
+                   'breaker', json_object('key', :breaker_key, 'cause', :cause))
 FROM rota_runs r
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
