@@ -56,7 +56,7 @@ class BackfillOut(BaseModel):
     )
 
 
-@router.post("/{name}/backfill", responses=responses(*AUTHENTICATED, 404))
+@router.post("/{name}/backfill", responses=responses(*AUTHENTICATED, 400, 404))
 async def backfill_job(
     request: Request,
     name: Name,

@@ -40,7 +40,7 @@ PUBLISHED_BEFORE: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("", status_code=201, responses={**responses(*AUTHENTICATED), **PUBLISHED_BEFORE})
+@router.post("", status_code=201, responses={**responses(*AUTHENTICATED, 400), **PUBLISHED_BEFORE})
 async def publish_event(
     request: Request,
     response: Response,
@@ -63,7 +63,7 @@ async def publish_event(
     return EventPublished.of(published)
 
 
-@router.get("", responses=responses(*AUTHENTICATED))
+@router.get("", responses=responses(*AUTHENTICATED, 400))
 async def list_events(
     principal: Reader,
     store: StoreDep,
@@ -95,7 +95,7 @@ async def list_event_subscriptions(principal: Reader, store: StoreDep) -> EventS
     return EventSubscriptionList(items=[EventSubscriptionOut.of(s) for s in found])
 
 
-@router.put("/subscriptions", responses=responses(*AUTHENTICATED, 404))
+@router.put("/subscriptions", responses=responses(*AUTHENTICATED, 400, 404))
 async def subscribe_job_to_event(
     request: Request,
     principal: Manager,
