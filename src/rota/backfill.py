@@ -1,4 +1,4 @@
-"""Backfill: the use case the API and the CLI share (rota.domain.backfill, ADR 0020)."""
+"""Backfill: the use case the API and the CLI share (rota.domain.backfill, ADR 0024)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``rota jobs backfill NAME --from T1 --to T2``: one run per slot of the job's schedule
-through the HTTP API, chunk by chunk under a progress bar (ADR 0020)."""
+through the HTTP API, chunk by chunk under a progress bar (ADR 0024)."""
 
 from __future__ import annotations
 

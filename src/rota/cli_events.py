@@ -1,5 +1,5 @@
 """``rota events publish|list|subscribe|unsubscribe|subscriptions``: events through the
-HTTP API (publishing needs events:write; ADR 0019)."""
+HTTP API (publishing needs events:write; ADR 0023)."""
 
 from __future__ import annotations
 

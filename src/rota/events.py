@@ -1,4 +1,4 @@
-"""Events: the use cases the library, the API and the CLI share (ADR 0019).
+"""Events: the use cases the library, the API and the CLI share (ADR 0023).
 
 ``publish`` stores an event and, in the same transaction, makes one run per matching
 subscription (rota.store.core.events). Subscriptions tie a job to an event name, with

@@ -5,7 +5,7 @@ whose handler is the built-in :data:`STARTER`. The leader's planner fires it lik
 job: one run per slot, with the job's misfire policy, catch-up window, jitter, pause
 and resume. That run starts the workflow run with ``rota-run:<its run id>`` as the
 workflow run's idempotency key, so a starting run retried after a crash never starts
-a second workflow run: a slot starts exactly one (ADR 0019).
+a second workflow run: a slot starts exactly one (ADR 0022).
 
 Overlap policies other than ``allow`` are refused: they look at the job's own runs,
 which end as soon as the workflow run has started, not when it finishes.

@@ -1,5 +1,5 @@
 """Events in the store: a publish stores the event and makes one run per matching
-subscription in one transaction; the same event again makes nothing (ADR 0019)."""
+subscription in one transaction; the same event again makes nothing (ADR 0023)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Events through the library: a subscribed job runs once per event with the event as
-its payload; on PostgreSQL a publish can join the caller's transaction (ADR 0019)."""
+its payload; on PostgreSQL a publish can join the caller's transaction (ADR 0023)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Request and response bodies of the event routes (ADR 0019)."""
+"""Request and response bodies of the event routes (ADR 0023)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The store port's events part: publishing, subscriptions and retention (ADR 0019).
+"""The store port's events part: publishing, subscriptions and retention (ADR 0023).
 
 A Protocol of its own beside :class:`rota.store.port.Store` (as the webhook part is) so
 event code asks only for what it uses; :class:`rota.store.sql_store.SqlStore`

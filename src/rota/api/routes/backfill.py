@@ -1,4 +1,4 @@
-"""Backfill a job's schedule over a range (jobs:trigger; ADR 0020)."""
+"""Backfill a job's schedule over a range (jobs:trigger; ADR 0024)."""
 
 from __future__ import annotations
 

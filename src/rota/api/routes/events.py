@@ -1,5 +1,5 @@
 """Events: publish (events:write), list (jobs:read), and the jobs subscribed to them
-(jobs:manage to change, jobs:read to list). Namespaced like jobs (ADR 0019)."""
+(jobs:manage to change, jobs:read to list). Namespaced like jobs (ADR 0023)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 -- rota schema version 18 (PostgreSQL): events and the jobs subscribed to them
--- (DESIGN.md "Events", ADR 0019). An event is unique by (namespace, name, event_id):
+-- (DESIGN.md "Events", ADR 0023). An event is unique by (namespace, name, event_id):
 -- publishing it again inserts nothing, so its runs are made once, in the transaction
 -- that stores it. Events are pruned after the retention period by the leader.
 

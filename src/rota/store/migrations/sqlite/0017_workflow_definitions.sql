@@ -1,7 +1,7 @@
 -- rota schema version 17 (SQLite): workflow definitions kept in the database, so any
 -- process (the API server, the CLI through it, a leader's planner) can start a workflow
 -- by name; and workflow runs carry the namespace they (and their steps) run in
--- (DESIGN.md "Workflows", ADR 0019).
+-- (DESIGN.md "Workflows", ADR 0022).
 
 CREATE TABLE rota_workflows (
     namespace  TEXT NOT NULL,
