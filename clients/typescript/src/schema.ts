@@ -229,7 +229,7 @@ export interface paths {
         get: operations["list_event_subscriptions"];
         /**
          * Subscribe Job To Event
-         * @description Subscribe a job, or a workflow the server registers, to an event name (putting
+         * @description Subscribe a job, or a saved workflow, to an event name (putting
          *     it again replaces the filter). Only events published afterwards run it.
          */
         put: operations["subscribe_job_to_event"];
