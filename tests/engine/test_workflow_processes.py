@@ -33,6 +33,15 @@ def test_sigkill_mid_step_loses_no_step_and_the_workflow_finishes(
         lambda: any(m[2:] == ["w1", "started"] for m in read_marks(marks)),
         what="w1 to start the slow step",
     )
+    # The kill must land in the slow step only: a record step whose handler ran but
+    # whose completion (batched) was not yet committed would rightly run again on w2.
+    wait_until(
+        lambda: any(
+            step.name == "side" and step.state is RunState.SUCCEEDED
+            for step in process_app.workflow_run(workflow_run_id).steps
+        ),
+        what="the side step to be recorded",
+    )
     worker_processes.start("w2", lease_seconds=2.0)
     w1.send_signal(signal.SIGKILL)
     view = wait_until(
