@@ -10,6 +10,7 @@ import asyncio
 import cProfile
 import sqlite3
 import time
+from datetime import timedelta
 from importlib.metadata import version as _package_version
 from typing import Any
 
@@ -213,5 +214,35 @@ async def prefill_keyed(url: str, total: int, keys: int, key_limit: int, batch: 
         await app.store()
         for offset in range(0, total, batch):
             await app.enqueue_many_async(keyed_jobs(min(batch, total - offset), keys, key_limit))
+    finally:
+        await app.aclose()
+
+
+async def count_finished(url: str) -> None:
+    """The leader's per-minute count of finished runs, once (a leader does it every
+    minute; the dashboard bench's server runs without one)."""
+    app = make_app(url)
+    try:
+        store = await app.store()
+        await store.count_finished_minutes(await store.now(None))
+    finally:
+        await app.aclose()
+
+
+async def time_cluster_counts(url: str, requests: int) -> dict[str, list[float]]:
+    """Milliseconds of each of the overview's two shared reads, called directly."""
+    app = make_app(url)
+    try:
+        store = await app.store()
+        samples: dict[str, list[float]] = {"live_queue_counts": [], "finished_counts": []}
+        for _ in range(requests):
+            started = time.perf_counter()
+            await store.live_queue_counts(None)
+            samples["live_queue_counts"].append((time.perf_counter() - started) * 1000)
+            since = await store.now(None) - timedelta(hours=1)
+            started = time.perf_counter()
+            await store.finished_counts(since, 300)
+            samples["finished_counts"].append((time.perf_counter() - started) * 1000)
+        return samples
     finally:
         await app.aclose()
