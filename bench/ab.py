@@ -27,9 +27,11 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from bench import sections
+
 ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- bench.ab:start -->", "<!-- bench.ab:end -->"
+REPORT = sections.REPORT
+START, END = sections.markers("bench.ab")
 CHILD_TIMEOUT_S = 600
 # metric -> (scenario, unit, True when higher is better)
 METRICS: dict[str, tuple[str, str, bool]] = {
@@ -210,17 +212,6 @@ def section(sides: tuple[Side, Side], measured: dict[str, Any], args: argparse.N
     return "\n".join(body) + "\n"
 
 
-def write(text: str) -> None:
-    report = REPORT.read_text()
-    if START in report and END in report:
-        head, rest = report.split(START, 1)
-        _, tail = rest.split(END, 1)
-        report = head + text.rstrip("\n") + tail
-    else:
-        report = report.rstrip("\n") + "\n\n" + text
-    REPORT.write_text(report)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
     parser.add_argument("--before", default="f1dd665", help="git revision A")
@@ -244,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     text = section(sides, measured, args)
     print(text)
     if args.write:
-        write(text)
+        sections.replace_section(text, START, END, REPORT)
     return 0
 
 

@@ -22,18 +22,18 @@ import statistics
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from bench import sections
 from bench.config import BenchConfig
 from bench.results import say
 
 if TYPE_CHECKING:
     from bench.systems import System
 
-REPORT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-START, END = "<!-- bench.defaults:start -->", "<!-- bench.defaults:end -->"
+REPORT = sections.REPORT
+START, END = sections.markers("bench.defaults")
 
 
 def configurations() -> list[System]:
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render(systems, args.processes, samples, loads, cfg)
     print(text)
     if args.write:
-        write(text)
+        sections.replace_section(text, START, END, REPORT)
     return 0
 
 
@@ -153,17 +153,6 @@ def render(
         )
     lines.append(END)
     return "\n".join(lines) + "\n"
-
-
-def write(text: str) -> None:
-    report = REPORT.read_text()
-    if START in report and END in report:
-        head, rest = report.split(START, 1)
-        _, tail = rest.split(END, 1)
-        report = head + text.rstrip("\n") + tail
-    else:
-        report = report.rstrip("\n") + "\n\n" + text
-    REPORT.write_text(report)
 
 
 if __name__ == "__main__":

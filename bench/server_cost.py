@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench import pg
+from bench import pg, sections
 from bench.config import BenchConfig
 from bench.drain import DrainSpec, run_drain
 from bench.results import run_async, say
@@ -45,8 +45,8 @@ from bench.results import run_async, say
 if TYPE_CHECKING:
     from bench.systems import System
 
-REPORT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-START, END = "<!-- bench.server_cost:start -->", "<!-- bench.server_cost:end -->"
+REPORT = sections.REPORT
+START, END = sections.markers("bench.server_cost")
 TAG = "/* bench.server_cost probe */ "
 PROCESSES = 2
 SETUP_TIMEOUT_S = 120.0
@@ -276,17 +276,6 @@ def render(measured: dict[str, list[dict[str, Any]]], cfg: BenchConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(text: str) -> None:
-    report = REPORT.read_text()
-    if START in report and END in report:
-        head, rest = report.split(START, 1)
-        _, tail = rest.split(END, 1)
-        report = head + text.rstrip("\n") + tail
-    else:
-        report = report.rstrip("\n") + "\n\n" + text
-    REPORT.write_text(report)
-
-
 def systems(args: argparse.Namespace, label: str) -> list[System]:
     from bench.systems import PGQUEUER, RotaWorkerSettings, rota_system
 
@@ -333,7 +322,7 @@ def _run(args: argparse.Namespace, label: str) -> int:
     text = render({s.name: measured[s.name] for s in chosen}, cfg)
     print(text)
     if args.write:
-        write(text)
+        sections.replace_section(text, START, END, REPORT)
     return 0
 
 
