@@ -40,7 +40,7 @@ from rota.domain.runs import (
 )
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
-from rota.domain.values import check_id, check_instant, check_text
+from rota.domain.values import check_id, check_instant, check_text, one_of
 from rota.domain.workers import WorkerInfo, WorkerState
 from rota.errors import InvalidArgument, InvalidTransition, RunNotFound, WorkerNotFound
 from rota.handlers import Registry
@@ -209,11 +209,7 @@ async def list_runs(
     limit: int = 50,
 ) -> list[Run]:
     if state is not None:
-        try:
-            state = RunState(state)
-        except ValueError:
-            allowed = ", ".join(s.value for s in RunState)
-            raise InvalidArgument("state", state, f"one of {allowed}") from None
+        state = one_of("state", RunState, state)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise InvalidArgument("limit", limit, "an integer 1-1000")
     for name, text in (("handler", handler), ("queue", queue)):

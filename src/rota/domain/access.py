@@ -16,6 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from rota.domain.runs import check_name
+from rota.domain.values import one_of
 from rota.errors import InvalidArgument
 
 ALL_NAMESPACES = "*"
@@ -48,24 +49,13 @@ ROLE_SCOPES: dict[Role, frozenset[Scope]] = {
 def parse_scopes(values: Iterable[str]) -> frozenset[Scope]:
     """Scope names -> scopes; an unknown name is refused (a typo must not grant less
     silently, nor be mistaken for a grant)."""
-    scopes = set()
-    for value in values:
-        try:
-            scopes.add(Scope(value))
-        except ValueError:
-            allowed = ", ".join(s.value for s in Scope)
-            raise InvalidArgument("scope", value, f"one of {allowed}") from None
-    return frozenset(scopes)
+    return frozenset(one_of("scope", Scope, value) for value in values)
 
 
 def role_scopes(roles: Iterable[str]) -> frozenset[Scope]:
     scopes: set[Scope] = set()
     for value in roles:
-        try:
-            scopes |= ROLE_SCOPES[Role(value)]
-        except ValueError:
-            allowed = ", ".join(r.value for r in Role)
-            raise InvalidArgument("role", value, f"one of {allowed}") from None
+        scopes |= ROLE_SCOPES[one_of("role", Role, value)]
     return frozenset(scopes)
 
 

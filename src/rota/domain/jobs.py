@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.parameters import apply as apply_parameters
@@ -30,6 +30,7 @@ from rota.domain.values import (
     check_instant,
     check_json_text,
     check_text,
+    one_of,
     require_aware,
     storable_text,
 )
@@ -41,17 +42,6 @@ class TriggerKind(StrEnum):
     INTERVAL = "interval"
     ONCE = "once"
     MANUAL = "manual"
-
-
-E = TypeVar("E", bound=StrEnum)
-
-
-def _choice(name: str, enum: type[E], value: object) -> E:
-    try:
-        return enum(str(value))
-    except ValueError:
-        allowed = ", ".join(member.value for member in enum)
-        raise InvalidArgument(name, value, f"one of {allowed}") from None
 
 
 MAX_RUN_ALL_CAP = 10_000
@@ -111,9 +101,9 @@ class JobSpec:
         check_positive_int("run_all_cap", self.run_all_cap)
         _seconds("catch_up_window", self.catch_up_window_seconds)
         _seconds("jitter", self.jitter_seconds)
-        object.__setattr__(self, "misfire", _choice("misfire", MisfirePolicy, self.misfire))
-        object.__setattr__(self, "overlap", _choice("overlap", OverlapPolicy, self.overlap))
-        object.__setattr__(self, "kind", _choice("trigger kind", TriggerKind, self.kind))
+        object.__setattr__(self, "misfire", one_of("misfire", MisfirePolicy, self.misfire))
+        object.__setattr__(self, "overlap", one_of("overlap", OverlapPolicy, self.overlap))
+        object.__setattr__(self, "kind", one_of("trigger kind", TriggerKind, self.kind))
         self._check_trigger_fields()
         if self.parameters is not None:
             object.__setattr__(self, "parameters", check_schema(self.parameters))

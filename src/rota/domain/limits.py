@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rota.domain.runs import check_name, check_positive_int
+from rota.domain.values import one_of
 from rota.errors import InvalidArgument
 
 
@@ -31,12 +32,7 @@ class Limit:
 
     @classmethod
     def parse(cls, scope: str, name: str, max_running: int) -> Limit:
-        try:
-            kind = LimitScope(scope)
-        except ValueError:
-            allowed = ", ".join(s.value for s in LimitScope)
-            raise InvalidArgument("limit scope", scope, f"one of {allowed}") from None
-        return cls(kind, name, max_running)
+        return cls(one_of("limit scope", LimitScope, scope), name, max_running)
 
     def __post_init__(self) -> None:
         if self.scope is LimitScope.GLOBAL:

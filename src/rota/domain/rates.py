@@ -22,7 +22,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from rota.domain.runs import check_name
-from rota.domain.values import MAX_INT32
+from rota.domain.values import MAX_INT32, one_of
 from rota.errors import InvalidArgument
 
 PERIODS = {"second": 1, "minute": 60, "hour": 3600}
@@ -68,11 +68,7 @@ class RateLimit:
 
     @classmethod
     def parse(cls, scope: str, name: str, rate: str) -> RateLimit:
-        try:
-            kind = RateScope(scope)
-        except ValueError:
-            allowed = ", ".join(s.value for s in RateScope)
-            raise InvalidArgument("rate scope", scope, f"one of {allowed}") from None
+        kind = one_of("rate scope", RateScope, scope)
         check_name(f"{kind.value} name", name)
         return cls(kind, name, Rate.parse(rate, "rate"))
 

@@ -18,7 +18,8 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from rota.errors import InvalidArgument, UnstorableValue
 
@@ -43,6 +44,18 @@ MAX_JSON_DEPTH = 100
 # In JSON text made with ensure_ascii, NUL and every surrogate appear as \u escapes;
 # a surrogate *pair* (an emoji) does too, so a hit only means "look closer".
 _SUSPECT_ESCAPE = re.compile(r"\\u(0000|d[89a-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def one_of(name: str, enum: type[E], value: object) -> E:
+    """``value`` as a member of ``enum``, or an error naming it and every allowed value."""
+    try:
+        return enum(str(value))
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum)
+        raise InvalidArgument(name, value, f"one of {allowed}") from None
 
 
 def text_problem(value: str) -> str | None:
