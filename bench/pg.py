@@ -7,6 +7,8 @@ open their own connections with their own drivers.
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,7 +56,8 @@ def server_info(admin_url: str) -> ServerInfo:
 def fresh_database(admin_url: str, label: str) -> Iterator[str]:
     """Create an empty database, yield its URL, and drop it afterwards (even after a
     failure: WITH (FORCE) disconnects any worker a timed-out scenario left behind)."""
-    name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
+    # The creator's pid in the name: a later run drops it only once that process is gone.
+    name = f"bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
@@ -65,17 +68,36 @@ def fresh_database(admin_url: str, label: str) -> Iterator[str]:
 
 
 def drop_stale_databases(admin_url: str) -> list[str]:
-    """Drop databases an earlier, killed bench run left behind."""
+    """Drop databases an earlier, killed bench run left behind: those whose creating
+    process is gone and that nobody is connected to. Another bench running beside this
+    one (a second session, a helper's A/B) keeps its databases."""
     with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
         names = [
             row[0]
             for row in conn.execute(
-                "SELECT datname FROM pg_database WHERE datname LIKE 'bench\\_%'"
+                "SELECT datname FROM pg_database d WHERE datname LIKE 'bench\\_%'"
+                " AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a"
+                " WHERE a.datname = d.datname)"
             ).fetchall()
+            if not _creator_alive(row[0])
         ]
         for name in names:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     return names
+
+
+def _creator_alive(name: str) -> bool:
+    """Whether the process named in ``bench_<label>_<pid>_<hex>`` still runs here."""
+    match = re.fullmatch(r"bench_\w+?_(\d+)_[0-9a-f]{8}", name)
+    if match is None:
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # The backends of the database under test, but not the one asking: other databases on
