@@ -111,6 +111,10 @@ async def test_sign_out_ends_the_session(signed_in: SignedIn) -> None:
     assert (await client.get("/")).status_code == 303
     client.cookies.set(COOKIE, cookie)  # a copy kept of the cookie is refused too
     assert (await client.get("/")).status_code == 303
+    # An error page shows the header (nav, sign-out form) only to a live session.
+    missing = await client.get("/runs/1/x")  # no such route: a 404 before any page
+    assert missing.status_code == 404
+    assert 'action="/signout"' not in missing.text
 
 
 async def test_sign_out_on_one_server_ends_the_session_on_another(
@@ -245,6 +249,7 @@ async def test_unknown_ids_are_a_404_page(signed_in: SignedIn) -> None:
         assert answer.status_code == 404, path
         assert answer.headers["content-type"].startswith("text/html"), path
         assert "Not found" in answer.text, path
+        assert 'action="/signout"' in answer.text, path  # signed in: the header is shown
     for api_path in ("/api/v1/nope", "/nowhere"):  # not the dashboard's: the API's problems
         answer = await client.get(api_path)
         assert answer.headers["content-type"] == "application/problem+json", api_path

@@ -22,8 +22,8 @@ from rota.api.problems import ProblemException, status_of
 from rota.dashboard import actions, breakers, events, pages, reads, signin
 from rota.dashboard.feed import ChangeFeed
 from rota.dashboard.render import HERE, environment
-from rota.dashboard.sessions import COOKIE, decode, session_key
-from rota.dashboard.web import DashboardContext, SignInRequired, dashboard, page
+from rota.dashboard.sessions import Session, session_key
+from rota.dashboard.web import DashboardContext, SignInRequired, page, viewer
 from rota.errors import RotaError
 from rota.supervise import Restarts
 
@@ -133,13 +133,31 @@ def _install_error_pages(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _invalid)
 
 
-def _error_page(request: Request, status: int, kind: str, message: str) -> Response:
+async def _error_page(request: Request, status: int, kind: str, message: str) -> Response:
     # The audit log records why a form was refused, as it does for the API: the kind
     # of problem only, never the message (it may quote what was sent).
     request.state.problem_kind = kind
-    context = dashboard(request)
-    session = decode(request.cookies.get(COOKIE), context.session_key, context.api.clock.now())
-    return page(request, "error.html", session, status=status, message=message, code=status)
+    return page(
+        request,
+        "error.html",
+        await _viewer_if_any(request),
+        status=status,
+        message=message,
+        code=status,
+    )
+
+
+async def _viewer_if_any(request: Request) -> Session | None:
+    """The session an error page shows its header for: the same checks as every page
+    (a cookie signed out on any process shows none). The store may be what failed, so
+    an error page that cannot check shows no header rather than failing again."""
+    try:
+        return await viewer(request)
+    except SignInRequired:
+        return None
+    except Exception:  # noqa: BLE001 - the page must render whatever broke
+        log.warning("error page: session not checked", exc_info=False)
+        return None
 
 
 async def _sign_in(request: Request, exc: Exception) -> Response:
@@ -162,7 +180,7 @@ async def _rota_error(request: Request, exc: Exception) -> Response:
         message = "the server could not answer this; try again shortly"
     else:
         message = str(exc)
-    return _error_page(request, status, kind, message)
+    return await _error_page(request, status, kind, message)
 
 
 async def _problem(request: Request, exc: Exception) -> Response:
@@ -170,7 +188,7 @@ async def _problem(request: Request, exc: Exception) -> Response:
     kind = exc.kind or {401: "unauthorized", 403: "forbidden", 429: "rate-limited"}.get(
         exc.status, "error"
     )
-    response = _error_page(request, exc.status, kind, exc.detail)
+    response = await _error_page(request, exc.status, kind, exc.detail)
     response.headers.update(exc.headers)
     return response
 
@@ -178,11 +196,11 @@ async def _problem(request: Request, exc: Exception) -> Response:
 async def _http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 404:
-        return _error_page(request, 404, "not-found", "there is no such page")
-    return _error_page(request, exc.status_code, "error", str(exc.detail))
+        return await _error_page(request, 404, "not-found", "there is no such page")
+    return await _error_page(request, exc.status_code, "error", str(exc.detail))
 
 
 async def _invalid(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     fields = ", ".join(".".join(map(str, p.get("loc", ()))) for p in exc.errors()[:5])
-    return _error_page(request, 400, "invalid-argument", f"not a valid request: {fields}")
+    return await _error_page(request, 400, "invalid-argument", f"not a valid request: {fields}")
