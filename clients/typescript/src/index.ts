@@ -23,7 +23,21 @@ export type Problem = Schemas["Problem"];
 export type WorkflowRun = Schemas["WorkflowRunOut"];
 export type WorkflowRunSummary = Schemas["WorkflowRunSummary"];
 export type WorkflowGraph = Schemas["WorkflowGraph"];
+export type WorkflowDefinition = Schemas["WorkflowOut"];
+export type WorkflowCreate = Schemas["WorkflowCreate"];
+export type EventPublish = Schemas["EventPublish"];
+export type EventPublished = Schemas["EventPublished"];
+/** A published event (named so beside the platform's own `Event`). */
+export type RotaEvent = Schemas["EventOut"];
+export type EventPage = Schemas["EventPage"];
+export type EventSubscription = Schemas["EventSubscriptionOut"];
+export type EventSubscribe = Schemas["SubscriptionPut"];
+export type BackfillRequest = Schemas["BackfillBody"];
+export type BackfillResult = Schemas["BackfillOut"];
+export type Breakers = Schemas["BreakerList"];
+export type Breaker = Schemas["BreakerOut"];
 export type RunFilters = NonNullable<operations["list_runs"]["parameters"]["query"]>;
+export type EventFilters = NonNullable<operations["list_events"]["parameters"]["query"]>;
 export type DeadFilters = NonNullable<operations["list_dead"]["parameters"]["query"]>;
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -75,6 +89,18 @@ export class RunNotFinished extends RotaError {
   }
 }
 
+/** `waitForWorkflow` gave up: the workflow run had not finished within the timeout. */
+export class WorkflowRunNotFinished extends RotaError {
+  override name = "WorkflowRunNotFinished";
+  constructor(
+    readonly workflowRunId: number,
+    readonly state: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`workflow run ${workflowRunId} is still ${state} after ${timeoutMs} ms`);
+  }
+}
+
 export interface ClientOptions {
   /** The server's base URL, e.g. http://127.0.0.1:5017 */
   baseUrl: string;
@@ -89,7 +115,7 @@ export interface ClientOptions {
 }
 
 interface Call {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
   query?: Record<string, unknown> | undefined;
   body?: unknown;
@@ -289,6 +315,42 @@ export class RotaClient {
     return list.items;
   }
 
+  /** Start a run of a saved workflow; resolves to the workflow run's id (the same id
+   * again for a repeated idempotency key; one is made up when none is given). */
+  async startWorkflow(
+    name: string,
+    options: { payload?: JsonValue; namespace?: string; idempotencyKey?: string } = {},
+  ): Promise<number> {
+    const body = options.payload === undefined ? undefined : { payload: checkJson("payload", options.payload) };
+    const started = await this.call<Schemas["WorkflowRunStarted"]>({
+      method: "POST",
+      path: `/api/v1/workflows/${seg(name)}/runs`,
+      query: { namespace: options.namespace ?? "default" },
+      body,
+      headers: { "Idempotency-Key": options.idempotencyKey ?? newKey() },
+      retryable: true,
+    });
+    return started.workflow_run_id;
+  }
+
+  /** Poll until the workflow run has finished; rejects with WorkflowRunNotFinished
+   * after `timeoutMs`. */
+  async waitForWorkflow(
+    workflowRunId: number,
+    options: { timeoutMs?: number; pollMs?: number } = {},
+  ): Promise<WorkflowRun> {
+    const timeoutMs = checkPositive("timeoutMs", options.timeoutMs ?? 60_000);
+    const pollMs = checkPositive("pollMs", options.pollMs ?? 200);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const run = await this.getWorkflowRun(workflowRunId);
+      if (run.finished_at != null) return run;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new WorkflowRunNotFinished(workflowRunId, run.state, timeoutMs);
+      await sleep(Math.min(pollMs, left));
+    }
+  }
+
   /** A workflow run: its derived state, duration and steps. */
   getWorkflowRun(workflowRunId: number): Promise<WorkflowRun> {
     return this.call({ method: "GET", path: `/api/v1/workflow-runs/${checkId(workflowRunId)}`, retryable: true });
@@ -302,6 +364,96 @@ export class RotaClient {
   /** Cancel every unfinished step of a workflow run. */
   cancelWorkflowRun(workflowRunId: number): Promise<WorkflowRun> {
     return this.call({ method: "POST", path: `/api/v1/workflow-runs/${checkId(workflowRunId)}/cancel`, retryable: true });
+  }
+
+  // -- saved workflow definitions ---------------------------------------------------
+  /** Save a definition (a new version when the name exists); the server checks it as
+   * the library does (cycles, unknown parents or handlers) and answers 422 otherwise. */
+  saveWorkflow(definition: WorkflowCreate): Promise<WorkflowDefinition> {
+    checkJson("definition", definition);
+    return this.call({ method: "POST", path: "/api/v1/workflows", body: definition });
+  }
+
+  async listWorkflows(namespace?: string): Promise<WorkflowDefinition[]> {
+    const list = await this.call<Schemas["WorkflowList"]>({
+      method: "GET",
+      path: "/api/v1/workflows",
+      query: { namespace },
+      retryable: true,
+    });
+    return list.items;
+  }
+
+  getWorkflow(name: string, namespace = "default"): Promise<WorkflowDefinition> {
+    return this.call({ method: "GET", path: `/api/v1/workflows/${seg(name)}`, query: { namespace }, retryable: true });
+  }
+
+  // -- events -----------------------------------------------------------------------
+  /** Publish an event: every subscribed job and workflow starts once per event id.
+   * An id is made up when none is given, so a retried request publishes it once. */
+  publishEvent(event: EventPublish, options: { namespace?: string } = {}): Promise<EventPublished> {
+    if (typeof event?.name !== "string" || event.name === "") {
+      throw new TypeError("publishEvent: name must be a non-empty string");
+    }
+    checkJson("payload", event.payload ?? null);
+    return this.call({
+      method: "POST",
+      path: "/api/v1/events",
+      query: { namespace: options.namespace ?? "default" },
+      body: { ...event, id: event.id ?? newKey() },
+      retryable: true,
+    });
+  }
+
+  /** One page of published events, newest first. */
+  listEvents(filters: EventFilters = {}): Promise<EventPage> {
+    return this.call({ method: "GET", path: "/api/v1/events", query: filters, retryable: true });
+  }
+
+  /** Every published event matching `filters`, page by page as you iterate. */
+  events(filters: EventFilters = {}): AsyncIterableIterator<RotaEvent> {
+    return this.pages((cursor) => this.listEvents({ ...filters, cursor }));
+  }
+
+  /** Subscribe a job or a saved workflow to an event (putting it again replaces the filter). */
+  subscribe(subscription: EventSubscribe, options: { namespace?: string } = {}): Promise<EventSubscription> {
+    checkJson("subscription", subscription);
+    return this.call({
+      method: "PUT",
+      path: "/api/v1/events/subscriptions",
+      query: { namespace: options.namespace ?? "default" },
+      body: subscription,
+      retryable: true,
+    });
+  }
+
+  // -- backfill and breakers --------------------------------------------------------
+  /** Create the runs a job's schedule would have made between `from` and `to` (one per
+   * slot, never twice); `dry_run: true` only counts them. */
+  backfill(name: string, request: BackfillRequest, namespace = "default"): Promise<BackfillResult> {
+    checkJson("request", request);
+    return this.call({
+      method: "POST",
+      path: `/api/v1/jobs/${seg(name)}/backfill`,
+      query: { namespace },
+      body: request,
+      retryable: true,
+    });
+  }
+
+  /** Every circuit breaker's state, and the newest transitions. */
+  listBreakers(): Promise<Breakers> {
+    return this.call({ method: "GET", path: "/api/v1/breakers", retryable: true });
+  }
+
+  /** Close a breaker by hand (an operator's override; recorded as a transition). */
+  resetBreaker(handler: string, key = ""): Promise<Breaker> {
+    return this.call({
+      method: "POST",
+      path: `/api/v1/breakers/${seg(handler)}/reset`,
+      query: { key },
+      retryable: true,
+    });
   }
 
   // -- cluster ----------------------------------------------------------------------
@@ -325,10 +477,12 @@ export class RotaClient {
   }
 
   // -- plumbing ---------------------------------------------------------------------
-  private async *pages(next: (cursor: string | null) => Promise<RunPage>): AsyncIterableIterator<Run> {
+  private async *pages<T>(
+    next: (cursor: string | null) => Promise<{ items: T[]; next_cursor?: string | null }>,
+  ): AsyncIterableIterator<T> {
     let cursor: string | null = null;
     do {
-      const page: RunPage = await next(cursor);
+      const page: { items: T[]; next_cursor?: string | null } = await next(cursor);
       yield* page.items;
       cursor = page.next_cursor ?? null;
     } while (cursor);

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
-import { ApiError, RotaClient, RunNotFinished, ServerUnreachable } from "../src/index.js";
+import {
+  ApiError,
+  RotaClient,
+  RunNotFinished,
+  ServerUnreachable,
+  WorkflowRunNotFinished,
+} from "../src/index.js";
 import { startServer, type LiveServer } from "./server.js";
 
 const T = { timeout: 60_000 };
@@ -97,6 +103,71 @@ describe("workflow runs", () => {
     for (const call of [() => rota.getWorkflowRun(999), () => rota.workflowRunGraph(999)]) {
       await assert.rejects(call(), (error) => error instanceof ApiError && error.status === 404);
     }
+  });
+});
+
+describe("workflows, events, backfill and breakers", () => {
+  it("saves a definition, starts it once per key and waits for it", T, async () => {
+    const steps = [
+      { name: "first", handler: "echo" },
+      { name: "second", handler: "echo", after: ["first"] },
+    ];
+    const saved = await rota.saveWorkflow({ name: "ts-flow", steps });
+    assert.equal(saved.name, "ts-flow");
+    assert.ok((await rota.listWorkflows()).some((w) => w.name === "ts-flow"));
+    assert.equal((await rota.getWorkflow("ts-flow")).version, saved.version);
+    const id = await rota.startWorkflow("ts-flow", { payload: { day: 1 }, idempotencyKey: "ts-flow-once" });
+    assert.equal(await rota.startWorkflow("ts-flow", { idempotencyKey: "ts-flow-once" }), id);
+    const run = await rota.waitForWorkflow(id, { timeoutMs: 30_000 });
+    assert.equal(run.state, "succeeded");
+    assert.deepEqual(run.steps.map((step) => step.name).sort(), ["first", "second"]);
+    await assert.rejects(rota.saveWorkflow({ name: "ts-loop", steps: [{ name: "a", after: ["a"] }] }), (error) => {
+      assert.ok(error instanceof ApiError);
+      assert.equal(error.status, 422);
+      return true;
+    });
+  });
+
+  it("gives up waiting for a workflow run that has not finished", T, async () => {
+    await rota.saveWorkflow({ name: "ts-slow", steps: [{ name: "nap", handler: "sleepy" }] });
+    const id = await rota.startWorkflow("ts-slow");
+    await assert.rejects(rota.waitForWorkflow(id, { timeoutMs: 300, pollMs: 100 }), (error) => {
+      assert.ok(error instanceof WorkflowRunNotFinished);
+      assert.equal(error.workflowRunId, id);
+      return true;
+    });
+    await rota.cancelWorkflowRun(id);
+  });
+
+  it("publishes an event once per id to its subscribers", T, async () => {
+    await rota.createJob({ name: "ts-on-order", handler: "echo" }); // no trigger: manual
+    const subscription = await rota.subscribe({ event: "ts.order", job: "ts-on-order" });
+    assert.equal(subscription.job, "ts-on-order");
+    const first = await rota.publishEvent({ name: "ts.order", id: "order-1", payload: { n: 7 } });
+    assert.equal(first.created, true);
+    assert.equal(first.run_ids.length, 1);
+    const again = await rota.publishEvent({ name: "ts.order", id: "order-1", payload: { n: 7 } });
+    assert.equal(again.created, false);
+    const [runId] = first.run_ids;
+    assert.deepEqual((await rota.waitFor(runId!, { timeoutMs: 30_000 })).result, { n: 7 });
+    const seen: string[] = [];
+    for await (const event of rota.events({ name: "ts.order", limit: 1 })) seen.push(event.event_id);
+    assert.deepEqual(seen, ["order-1"]);
+  });
+
+  it("backfills a schedule's slots once", T, async () => {
+    await rota.createJob({ name: "ts-hourly", handler: "echo", cron: "0 * * * *" });
+    const window = { from: "2026-01-01T00:00:00Z", to: "2026-01-01T04:59:00Z" };
+    assert.equal((await rota.backfill("ts-hourly", { ...window, dry_run: true })).slots, 5);
+    assert.equal((await rota.backfill("ts-hourly", window)).created, 5);
+    const twice = await rota.backfill("ts-hourly", window);
+    assert.deepEqual([twice.created, twice.existing], [0, 5]);
+  });
+
+  it("lists breakers", T, async () => {
+    const breakers = await rota.listBreakers();
+    assert.ok(Array.isArray(breakers.items));
+    assert.ok(Array.isArray(breakers.transitions));
   });
 });
 
