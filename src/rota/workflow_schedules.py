@@ -7,8 +7,11 @@ and resume. That run starts the workflow run with ``rota-run:<its run id>`` as t
 workflow run's idempotency key, so a starting run retried after a crash never starts
 a second workflow run: a slot starts exactly one (ADR 0022).
 
-Overlap policies other than ``allow`` are refused: they look at the job's own runs,
-which end as soon as the workflow run has started, not when it finishes.
+Overlap: ``allow`` starts every slot's workflow run; ``skip`` starts none while an
+earlier run of the same workflow (in the namespace, among its newest
+``OVERLAP_LOOKBACK``) is unfinished, and the starting run's result says which one it
+made way for. The job's own overlap policy cannot do this: its runs end as soon as the
+workflow run has started, not when the workflow run finishes. ``buffer_one`` is refused.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from rota.store.port import Store
 STARTER = "rota.start-workflow"
 JOB_PREFIX = "workflow:"
 # The job options a workflow schedule may set (the rest are the starter's defaults).
+OVERLAP_POLICIES = ("allow", "skip")
+OVERLAP_LOOKBACK = 20  # the newest workflow runs a "skip" slot looks at
 SCHEDULE_OPTIONS = frozenset(
     {"queue", "priority", "jitter", "catch_up_window", "run_all_cap", "max_attempts"}
 )
@@ -69,11 +74,11 @@ def job_name(workflow: str) -> str:
 def _job_spec(
     registry: Registry, namespace: str, workflow: str, schedule: WorkflowSchedule
 ) -> JobSpec:
-    if schedule.overlap != "allow":
+    if schedule.overlap not in OVERLAP_POLICIES:
         raise InvalidArgument(
             "overlap",
             schedule.overlap,
-            "allow (a workflow schedule starts one workflow run per slot)",
+            "allow or skip (a workflow schedule starts at most one workflow run per slot)",
         )
     unknown = set(schedule.options) - SCHEDULE_OPTIONS
     if unknown:
@@ -84,7 +89,9 @@ def _job_spec(
         registry,
         job_name(workflow),
         STARTER,
-        {"workflow": workflow, "payload": schedule.payload},
+        # Old schedules' payloads have no "overlap": they allow, as before.
+        {"workflow": workflow, "payload": schedule.payload}
+        | ({"overlap": schedule.overlap} if schedule.overlap != "allow" else {}),
         cron=schedule.cron,
         interval=schedule.interval,
         at=schedule.at,
@@ -136,10 +143,29 @@ async def schedules_of(store: Store, namespace: str | None) -> dict[tuple[str, s
     }
 
 
-def _requested(payload: Any) -> tuple[str, Any]:
-    if not isinstance(payload, Mapping) or not isinstance(payload.get("workflow"), str):
-        raise InvalidArgument("payload", payload, '{"workflow": name, "payload": value}')
-    return payload["workflow"], payload.get("payload")
+def _requested(payload: Any) -> tuple[str, Any, str]:
+    if (
+        not isinstance(payload, Mapping)
+        or not isinstance(payload.get("workflow"), str)
+        or payload.get("overlap", "allow") not in OVERLAP_POLICIES
+    ):
+        raise InvalidArgument(
+            "payload", payload, '{"workflow": name, "payload": value, "overlap": allow|skip}'
+        )
+    return payload["workflow"], payload.get("payload"), payload.get("overlap", "allow")
+
+
+async def _still_running(store: Store, namespace: str, workflow: str, key: str) -> int | None:
+    """With ``skip``: an unfinished earlier run of the workflow, if any. None too when
+    this starting run already started its own (an attempt again after a crash: the
+    slot's workflow run exists, and starting it again returns it)."""
+    recent = await store.list_workflow_runs(workflow, OVERLAP_LOOKBACK, namespace)
+    if any(row["idempotency_key"] == key for row in recent):
+        return None
+    for row in recent:
+        if (await store.workflow_run(row["id"])).finished_at is None:
+            return int(row["id"])
+    return None
 
 
 async def start_from_run(
@@ -148,10 +174,16 @@ async def start_from_run(
     """The starter's work: start the workflow its job names, in the run's own namespace
     (never one the payload names: whoever could enqueue it there could not reach
     another), once per run however often the run is attempted."""
-    workflow, workflow_payload = _requested(payload)
+    workflow, workflow_payload, overlap = _requested(payload)
     run = await store.get_run(ctx.run_id)
     if run is None:
         raise RunNotFound(ctx.run_id)
+    key = f"rota-run:{ctx.run_id}"
+    if overlap == "skip":
+        running = await _still_running(store, run.namespace, workflow, key)
+        if running is not None:
+            ctx.log.info("slot skipped: the workflow is still running", workflow=workflow)
+            return {"skipped_for": running}
     workflow_run_id = await flows.start(
         store,
         clock,
@@ -159,7 +191,7 @@ async def start_from_run(
         workflow,
         workflow_payload,
         run.namespace,
-        idempotency_key=f"rota-run:{ctx.run_id}",
+        idempotency_key=key,
     )
     ctx.log.info("workflow started", workflow=workflow, workflow_run_id=workflow_run_id)
     return {"workflow_run_id": workflow_run_id}

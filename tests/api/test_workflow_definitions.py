@@ -189,6 +189,16 @@ async def test_a_workflow_schedule_over_the_api(client, admin):
     assert "X/Y" in refused.json()["detail"]
     missing = await client.get("/api/v1/workflows/other", headers=admin)
     assert missing.status_code == 404, "nothing written"
+    buffered = {**DEFINITION, "name": "other", "schedule": {"cron": "0 2 * * *"}}
+    buffered["schedule"]["overlap"] = "buffer_one"
+    refused = await client.post("/api/v1/workflows", json=buffered, headers=admin)
+    assert refused.status_code == 422
+    assert "overlap" in refused.json()["detail"]
+    assert (await client.get("/api/v1/workflows/other", headers=admin)).status_code == 404
+
+    skipping = {**DEFINITION, "schedule": {"cron": "0 2 * * *", "overlap": "skip"}}
+    saved = await client.post("/api/v1/workflows", json=skipping, headers=admin)
+    assert saved.json()["schedule"]["payload"]["overlap"] == "skip"
 
     manual = await client.post("/api/v1/workflows", json=DEFINITION, headers=admin)
     assert manual.json()["schedule"] is None

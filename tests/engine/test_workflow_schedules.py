@@ -4,6 +4,8 @@ when its starting run is attempted again."""
 
 from __future__ import annotations
 
+import json
+import threading
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -87,6 +89,65 @@ async def test_a_slot_starts_exactly_one_workflow_run(make_app):
     ]
 
 
+async def test_skip_starts_nothing_while_the_last_run_is_unfinished(make_app):
+    clock = rota.FakeClock(T0)
+    app = make_app(clock=clock)
+    release = threading.Event()
+
+    @app.handler("extract")
+    def extract(ctx: rota.RunContext, payload: Any) -> None:
+        release.wait(timeout=20)  # the first workflow run stays unfinished until set
+
+    flow = rota.Workflow("nightly")
+    flow.step("extract")
+    app.workflow(flow, interval=600, overlap="skip")
+    job = app.get_schedule("workflow:nightly")
+    payload = json.loads(job.spec.payload_json)
+    assert payload == {"workflow": "nightly", "payload": None, "overlap": "skip"}
+    store = await app.store()
+    planner = Planner(store, timedelta(0))
+
+    async def starter_result(slot: datetime) -> Any:
+        async def finished() -> Any:
+            [run] = [r for r in app.list_runs() if r.job_id == job.id and r.slot_at == slot]
+            return run.result if run.state is rota.RunState.SUCCEEDED else None
+
+        return await eventually(finished, timeout=30, what=f"the starting run of {slot}")
+
+    async with working(app):
+        first_slot = T0 + timedelta(minutes=10)
+        clock.set(first_slot)
+        await planner.tick(clock.now())
+        first = (await starter_result(first_slot))["workflow_run_id"]
+
+        second_slot = first_slot + timedelta(minutes=10)
+        clock.set(second_slot)
+        await planner.tick(clock.now())
+        assert await starter_result(second_slot) == {"skipped_for": first}
+        assert [row["id"] for row in await started_runs(app)] == [first]
+
+        # The first slot's starting run attempted again while its workflow run still
+        # runs: that is its own run, not one to make way for.
+        [starter] = [r for r in app.list_runs() if r.job_id == job.id and r.slot_at == first_slot]
+        ctx = SimpleNamespace(run_id=starter.id, log=SimpleNamespace(info=lambda *a, **k: None))
+        again = await workflow_schedules.start_from_run(
+            store, clock, app.registry, ctx, payload  # type: ignore[arg-type]
+        )
+        assert again == {"workflow_run_id": first}
+
+        release.set()
+
+        async def first_done() -> bool:
+            return (await store.workflow_run(first)).finished_at is not None
+
+        await eventually(first_done, timeout=30, what="the first workflow run to finish")
+        third_slot = second_slot + timedelta(minutes=10)
+        clock.set(third_slot)
+        await planner.tick(clock.now())
+        third = (await starter_result(third_slot))["workflow_run_id"]
+    assert [row["id"] for row in await started_runs(app)] == [third, first]
+
+
 async def test_saving_without_a_schedule_removes_it_and_interval_and_at_work(make_app):
     clock = rota.FakeClock(T0)
     app = make_app(clock=clock)
@@ -109,7 +170,7 @@ async def test_saving_without_a_schedule_removes_it_and_interval_and_at_work(mak
         ({"cron": "0 2 * * *", "timezone": "Mars/Olympus"}, "Mars/Olympus"),
         ({"interval": -5}, "-5"),
         ({"at": T0 - timedelta(seconds=1)}, "an instant after now"),
-        ({"cron": "0 2 * * *", "overlap": "skip"}, "overlap: 'skip'"),
+        ({"cron": "0 2 * * *", "overlap": "buffer_one"}, "overlap: 'buffer_one'"),
         ({"cron": "0 2 * * *", "misfire": "sometimes"}, "sometimes"),
         ({"cron": "0 2 * * *", "colour": "red"}, "colour"),
         ({"cron": "0 2 * * *", "interval": 5}, "cron"),

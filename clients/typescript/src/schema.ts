@@ -2245,6 +2245,13 @@ export interface components {
             jitter_seconds?: number;
             /** @default fire_now */
             misfire?: components["schemas"]["MisfirePolicy"];
+            /**
+             * Overlap
+             * @description skip: a slot starts nothing while an earlier run of the workflow is unfinished (its starting run's result names that run).
+             * @default allow
+             * @enum {string}
+             */
+            overlap?: "allow" | "skip";
             payload?: components["schemas"]["JsonValue"];
             /**
              * Queue

@@ -6,7 +6,7 @@ same words."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -42,6 +42,11 @@ class WorkflowScheduleIn(Request):
     at: Instant | None = None
     timezone: str = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
     misfire: MisfirePolicy = MisfirePolicy.FIRE_NOW
+    overlap: Literal["allow", "skip"] = Field(
+        default="allow",
+        description="skip: a slot starts nothing while an earlier run of the workflow is "
+        "unfinished (its starting run's result names that run).",
+    )
     catch_up_window_seconds: Annotated[float, Field(ge=0, le=10 * 365 * 24 * 3600)] = 3600.0
     jitter_seconds: Annotated[float, Field(ge=0, le=24 * 3600)] = 0.0
     queue: Name | None = Field(default=None, description="The starting run's queue.")
@@ -54,6 +59,7 @@ class WorkflowScheduleIn(Request):
             at=self.at,
             timezone=self.timezone,
             misfire=self.misfire.value,
+            overlap=self.overlap,
             payload=self.payload,
             options=_given(
                 catch_up_window=self.catch_up_window_seconds,

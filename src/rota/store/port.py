@@ -170,7 +170,7 @@ class Store(Protocol):
         namespaces: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
         """The newest workflow runs (of ``name``, in ``namespace``, within ``namespaces``
-        when given): id, namespace, name, created_at, cancelled_at."""
+        when given): id, namespace, name, created_at, cancelled_at, idempotency_key."""
 
     async def prune_workflow_runs(
         self, older_than: datetime, limit: int, leader_term: int | None = None

@@ -127,7 +127,8 @@ RETURNING id;
 
 -- name: workflow_runs_recent
 -- %(namespaces)s is the caller's reach (NULL: every namespace).
-SELECT id, namespace, name, created_at, cancelled_at FROM rota_workflow_runs
+SELECT id, namespace, name, created_at, cancelled_at, idempotency_key
+FROM rota_workflow_runs
 WHERE name = COALESCE(%(name)s::text, name)
   AND namespace = COALESCE(%(namespace)s::text, namespace)
   AND (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))

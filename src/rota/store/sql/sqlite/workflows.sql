@@ -106,7 +106,8 @@ RETURNING id;
 
 -- name: workflow_runs_recent
 -- :namespaces is the caller's reach (NULL: every namespace).
-SELECT id, namespace, name, created_at, cancelled_at FROM rota_workflow_runs
+SELECT id, namespace, name, created_at, cancelled_at, idempotency_key
+FROM rota_workflow_runs
 WHERE name = COALESCE(:name, name) AND namespace = COALESCE(:namespace, namespace)
   AND (:namespaces IS NULL OR namespace IN (SELECT value FROM json_each(:namespaces)))
 ORDER BY id DESC LIMIT :limit;
