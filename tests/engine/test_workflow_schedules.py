@@ -131,7 +131,11 @@ async def test_skip_starts_nothing_while_the_last_run_is_unfinished(make_app):
         [starter] = [r for r in app.list_runs() if r.job_id == job.id and r.slot_at == first_slot]
         ctx = SimpleNamespace(run_id=starter.id, log=SimpleNamespace(info=lambda *a, **k: None))
         again = await workflow_schedules.start_from_run(
-            store, clock, app.registry, ctx, payload  # type: ignore[arg-type]
+            store,
+            clock,
+            app.registry,
+            ctx,
+            payload,  # type: ignore[arg-type]
         )
         assert again == {"workflow_run_id": first}
 
