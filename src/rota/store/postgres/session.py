@@ -3,9 +3,11 @@ parameters encoded, batches sent as arrays (one statement for every item), and C
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import struct
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
@@ -161,7 +163,7 @@ class PgSession:
 
     async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
         with _translated():
-            async with self.conn.transaction():  # a savepoint inside a caller's transaction
+            async with self._savepoint_in_a_transaction():
                 cur = await self.conn.execute(RESERVE_IDS, {"count": len(runs), "now": self.now})
                 [(ids, db_now)] = await cur.fetchall()
                 encoder = _RowEncoder(self.conn, db_now, timedelta(seconds=aging_seconds))
@@ -172,6 +174,15 @@ class PgSession:
                         await copy.write(encoder.rows(ids[start:end], runs[start:end]))
                     await copy.write(COPY_TRAILER)
         return list(ids)
+
+    def _savepoint_in_a_transaction(self) -> AbstractAsyncContextManager[Any]:
+        """COPY is one statement: on an autocommit connection it is atomic alone, and
+        the ids drawn before it need no transaction (a sequence never rolls back), so a
+        bulk enqueue skips BEGIN and COMMIT (two round trips). Inside a caller's
+        transaction a savepoint keeps a failed COPY from aborting it."""
+        if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
+            return contextlib.nullcontext()
+        return self.conn.transaction()
 
 
 class _RowEncoder:
