@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from rota import events, flows, loops, schedules, services, workflow_schedules
+from rota import bulk, events, flows, loops, schedules, services, workflow_schedules
 from rota.bootstrap import caller_connection_enqueue, caller_connection_publish
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
@@ -192,19 +192,14 @@ class App:
     def enqueue_many(self, requests: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
         """Create many runs in one round trip (COPY on PostgreSQL). All are validated
         before any is written."""
-        now = self.clock.now()
-        runs = [
-            services.new_run(self.registry, RunRequest.coerce(request), now) for request in requests
-        ]
+        runs = bulk.new_runs(self.registry, requests, self.clock.now())
         return self._stores.call(lambda: self._enqueue_async(runs))
 
     async def enqueue_many_async(
         self, requests: Iterable[RunRequest | Mapping[str, Any]]
     ) -> list[int]:
-        now = self.clock.now()  # only refuses deadlines already passed: once per batch
-        runs = [
-            services.new_run(self.registry, RunRequest.coerce(request), now) for request in requests
-        ]
+        # The clock only refuses deadlines already passed: read once per batch.
+        runs = bulk.new_runs(self.registry, requests, self.clock.now())
         return await self._enqueue_async(runs)
 
     async def _enqueue_async(self, runs: list[NewRun]) -> list[int]:

@@ -116,12 +116,8 @@ def new_run(
     registration (NewRun validates every value). ``now`` (the caller's clock) is only
     used to refuse a deadline that has already passed."""
     spec = registry.require(request.handler)
-    if request.deadline is not None and now is not None:
-        deadline = check_instant("deadline", request.deadline)
-        if deadline <= now:
-            raise InvalidArgument(
-                "deadline", request.deadline, f"an instant after now ({now.isoformat()})"
-            )
+    if request.deadline is not None:
+        check_deadline(request.deadline, now)
     key = request.concurrency_key or None
     if request.key_limit is not None and key is None:
         raise InvalidArgument("key_limit", request.key_limit, "to come with a concurrency_key")
@@ -144,6 +140,12 @@ def new_run(
         rate_key=request.rate_key or None,
         breaker_key=request.breaker_key or None,
     )
+
+
+def check_deadline(deadline: object, now: datetime | None) -> None:
+    """A run's deadline must be a valid instant after ``now`` (None: not compared)."""
+    if now is not None and check_instant("deadline", deadline) <= now:
+        raise InvalidArgument("deadline", deadline, f"an instant after now ({now.isoformat()})")
 
 
 def _default(value: T | None, default: T) -> T:

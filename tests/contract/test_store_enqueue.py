@@ -309,3 +309,41 @@ async def test_instants_in_other_zones_mean_the_same_instant(store: Store) -> No
     assert run.run_at.utcoffset() == timedelta(0)  # read back in UTC
     assert await claim(store, at(59).astimezone(plus_five)) == []
     assert (await claim_one(store, at(60).astimezone(plus_five))).run_id == run_id
+
+
+@pytest.mark.parametrize("in_caller_transaction", [False, True])
+async def test_a_copy_cut_off_midway_writes_nothing(
+    store: Store, monkeypatch: pytest.MonkeyPatch, in_caller_transaction: bool
+) -> None:
+    """COPY sends its rows in chunks; a failure after the first chunk reached the server
+    leaves no run behind, whether the COPY ran alone (autocommit: one statement) or
+    inside a caller's transaction (a savepoint), and the connection stays usable."""
+    if not store.supports_copy:
+        pytest.skip("COPY is PostgreSQL's")
+    from rota.store.postgres import session
+
+    monkeypatch.setattr(session, "COPY_CHUNK_ROWS", 100)
+    original = session._RowEncoder.rows
+    chunks: list[int] = []
+
+    def second_chunk_fails(self: object, ids: list[int], runs: list[object]) -> bytes:
+        chunks.append(len(runs))
+        if len(chunks) == 2:
+            raise RuntimeError("cut off")
+        return original(self, ids, runs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(session._RowEncoder, "rows", second_chunk_fails)
+    runs = [new_run(payload=json.dumps({"i": i})) for i in range(COPY_THRESHOLD + 50)]
+    dialect = store._d  # type: ignore[attr-defined]
+
+    async def copy() -> list[int]:
+        if in_caller_transaction:
+            return await dialect.in_transaction(T0, lambda s: s.copy_runs(runs, 1.0))  # type: ignore[no-any-return]
+        return await dialect.copy_runs(runs, 1.0, T0)  # type: ignore[no-any-return]
+
+    with pytest.raises(RuntimeError, match="cut off"):
+        await copy()
+    assert chunks == [100, 100]
+    assert await store.list_runs(RunFilter()) == []
+    monkeypatch.undo()
+    assert len(await store.enqueue(runs, T0)) == len(runs)

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
 from rota.domain.retry import DEFAULT_POLICY
-from rota.domain.runs import NewRun
+from rota.domain.runs import NewRun, encode_json
 from rota.errors import InvalidArgument
 from rota.handlers import HandlerSpec
 
@@ -77,3 +78,45 @@ def test_a_handler_spec_is_kept_in_one_form():
     assert spec.timeout == 3.0
     assert isinstance(spec.timeout, float)
     assert spec.tags == ("a", "z")
+
+
+def test_a_sibling_equals_the_run_the_constructor_makes():
+    shape = {"queue": "q", "priority": 2, "timeout": 3, "tags": ("b", "a"), "rate_key": "r"}
+    template = NewRun("h", "null", **shape)
+    own = {
+        "idempotency_key": "k",
+        "run_at": datetime(2026, 1, 1, 13, 0, tzinfo=BERLIN_WINTER),
+        "deadline": datetime(2026, 1, 2, tzinfo=UTC),
+    }
+    sibling = template.sibling({"a": [1, 2.5, None, "é"]}, **own)
+    assert sibling == NewRun("h", '{"a":[1,2.5,null,"\\u00e9"]}', **shape, **own)
+    assert sibling.run_at is not None
+    assert sibling.run_at.tzinfo is UTC
+    # Its own values are its own: none is taken from the run it is a sibling of.
+    assert NewRun("h", "1", **own).sibling(None) == NewRun("h", "null")
+
+
+@pytest.mark.parametrize(
+    ("own", "name"),
+    [
+        ({"payload": {"x": float("nan")}}, r"payload\.x"),
+        ({"payload": {"x": ["\x00"]}}, r"payload\.x\.0"),
+        ({"payload": {"x": object()}}, r"payload\.x"),
+        ({"idempotency_key": ""}, "idempotency_key"),
+        ({"run_at": datetime(2026, 1, 1)}, "run_at"),
+        ({"deadline": datetime(2026, 1, 1)}, "deadline"),
+    ],
+)
+def test_a_sibling_refuses_a_bad_value_of_its_own_naming_it(own, name):
+    with pytest.raises(InvalidArgument, match=name):
+        NewRun("h", "{}").sibling(**{"payload": None, **own})
+
+
+def test_payloads_are_encoded_as_compact_json_and_a_cycle_is_refused():
+    values: list[object] = [None, "x", 1, -2.5, [], {}, {"a": [1, {"b": "é\U0001f600"}]}, {1: 2}]
+    for value in values:
+        assert encode_json("payload", value) == json.dumps(value, separators=(",", ":"))
+    cycle: list[object] = []
+    cycle.append(cycle)
+    with pytest.raises(InvalidArgument, match="payload"):
+        encode_json("payload", cycle)

@@ -177,6 +177,28 @@ class NewRun:
         if self.trace_context is not None:
             check_text("trace_context", self.trace_context, max_length=MAX_TRACE_CONTEXT)
 
+    def sibling(
+        self,
+        payload: Any,
+        idempotency_key: str | None = None,
+        run_at: datetime | None = None,
+        deadline: datetime | None = None,
+    ) -> NewRun:
+        """A run of this run's shape (handler, queue, options: checked when this one was
+        made) with its own payload, idempotency key, run_at and deadline, each checked
+        here. A bulk enqueue makes its 20,000 runs this way, checking what they share
+        once instead of 20,000 times; the result equals what the constructor makes."""
+        run = object.__new__(NewRun)
+        values = run.__dict__
+        values.update(self.__dict__)
+        # encode_json refuses what check_json_text would (ensure_ascii escapes NUL and
+        # every surrogate, which _suspect then looks at): no second check of the text.
+        values["payload_json"] = encode_json("payload", payload)
+        values["idempotency_key"] = check_idempotency_key(idempotency_key)
+        values["run_at"] = None if run_at is None else check_instant("run_at", run_at)
+        values["deadline"] = None if deadline is None else check_instant("deadline", deadline)
+        return run
+
 
 @dataclass(frozen=True)
 class Enqueued:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -153,11 +153,36 @@ def in_instant_range(value: datetime) -> bool:
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
+def _one_shot_encoder() -> Callable[[Any], str]:
+    """The C encoder behind _COMPACT_JSON, made once: JSONEncoder.encode makes a new
+    one per call (more than half of its time on a small payload). The same text; no
+    circular-reference check, so a cycle ends in RecursionError, which encode_json
+    treats as too deep. CPython without its C accelerator: JSONEncoder.encode."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _COMPACT_JSON.encode
+    encoder = make(
+        None,  # markers: no circular-reference check
+        _COMPACT_JSON.default,
+        json.encoder.encode_basestring_ascii,
+        None,  # indent
+        ":",
+        ",",
+        False,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+    return lambda value: "".join(encoder(value, 0))
+
+
+_encode_compact = _one_shot_encoder()
+
+
 def encode_json(name: str, value: Any) -> str:
     """``value`` as JSON text every store can hold; UnstorableValue (naming the path
     inside ``value``, not its content) for what JSON or a store cannot carry."""
     try:
-        text = _COMPACT_JSON.encode(value)
+        text = _encode_compact(value)
     except (TypeError, ValueError, RecursionError):
         text = None
     if text is None or _suspect(text):

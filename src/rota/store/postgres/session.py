@@ -3,12 +3,18 @@ parameters encoded, batches sent as arrays (one statement for every item), and C
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import contextlib
+import operator
+import struct
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
 import psycopg
+from psycopg import pq
+from psycopg.adapt import PyFormat, Transformer
 from psycopg.rows import dict_row
 
 from rota.domain.runs import NewRun
@@ -29,16 +35,13 @@ RESERVE_IDS = (
     " FROM generate_series(1, %(count)s)"
 )
 # The columns COPY writes, with the type each is sent as (binary COPY: no value is
-# formatted as text by us or parsed from text by the server).
-COPY_COLUMNS = (
-    ("id", "int8"),
+# formatted as text by us or parsed from text by the server). The runs of a bulk enqueue
+# share nearly everything but their id and payload: the shared columns come first and
+# are encoded once per distinct shape in a batch (_RowEncoder), the run's own last.
+SHARED_COLUMNS = (
     ("namespace", "text"),
     ("handler", "text"),
     ("queue", "text"),
-    # jsonb's binary form is a version byte (1) then the JSON text: the payload is
-    # already checked JSON text, so it travels as those bytes (psycopg's jsonb dumper
-    # would encode the text again, as a JSON string). The server parses it (jsonb_recv).
-    ("payload", "bytea"),
     ("priority", "int2"),
     ("run_at", "timestamptz"),
     ("sort_at", "timestamptz"),
@@ -57,11 +60,45 @@ COPY_COLUMNS = (
     ("breaker_key", "text"),
     ("created_at", "timestamptz"),
 )
+# id (int8), then the payload. jsonb's binary form is a version byte (1) then the JSON
+# text: the payload is already checked JSON text, so it travels as those bytes (the
+# server parses it, jsonb_recv).
+OWN_COLUMNS = ("id", "payload")
 COPY_RUNS = (
-    f"COPY rota_runs ({', '.join(name for name, _ in COPY_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+    f"COPY rota_runs ({', '.join([name for name, _ in SHARED_COLUMNS] + list(OWN_COLUMNS))})"
+    " FROM STDIN (FORMAT BINARY)"
 )
-COPY_TYPES = [sql_type for _, sql_type in COPY_COLUMNS]
+# What decides a run's shared columns (with the batch's now and aging), in order.
+_shared_fields = operator.attrgetter(
+    "namespace",
+    "handler",
+    "queue",
+    "priority",
+    "run_at",
+    "max_attempts",
+    "timeout",
+    "replay_of",
+    "job_id",
+    "slot_at",
+    "tags",
+    "concurrency_key",
+    "concurrency_limit",
+    "deadline",
+    "correlation_id",
+    "trace_context",
+    "rate_key",
+    "breaker_key",
+)
+# The binary COPY format (PostgreSQL docs, "COPY", Binary Format): a signature, flags
+# and header extension length; per row the number of fields, then each field as its
+# length (int32, -1 for NULL) and bytes; a trailer of -1 as int16.
+COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+COPY_TRAILER = struct.pack(">h", -1)
+_FIELD_COUNT = struct.pack(">h", len(SHARED_COLUMNS) + len(OWN_COLUMNS))
+_NULL = struct.pack(">i", -1)
+_ID_AND_PAYLOAD_LENGTH = struct.Struct(">iqi")  # 8, the id, the payload's length
 JSONB_VERSION = b"\x01"
+COPY_CHUNK_ROWS = 1000  # rows per write: the server works on one while the next is made
 
 
 @cache
@@ -126,46 +163,83 @@ class PgSession:
 
     async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
         with _translated():
-            async with self.conn.transaction():  # a savepoint inside a caller's transaction
+            async with self._savepoint_in_a_transaction():
                 cur = await self.conn.execute(RESERVE_IDS, {"count": len(runs), "now": self.now})
                 [(ids, db_now)] = await cur.fetchall()
-                aging = timedelta(seconds=aging_seconds)
+                encoder = _RowEncoder(self.conn, db_now, timedelta(seconds=aging_seconds))
                 async with self.conn.cursor().copy(COPY_RUNS) as copy:
-                    copy.set_types(COPY_TYPES)
-                    for row in _copy_rows(ids, runs, db_now, aging):
-                        await copy.write_row(row)
+                    await copy.write(COPY_SIGNATURE)
+                    for start in range(0, len(runs), COPY_CHUNK_ROWS):
+                        end = start + COPY_CHUNK_ROWS
+                        await copy.write(encoder.rows(ids[start:end], runs[start:end]))
+                    await copy.write(COPY_TRAILER)
         return list(ids)
 
+    def _savepoint_in_a_transaction(self) -> AbstractAsyncContextManager[Any]:
+        """COPY is one statement: on an autocommit connection it is atomic alone, and
+        the ids drawn before it need no transaction (a sequence never rolls back), so a
+        bulk enqueue skips BEGIN and COMMIT (two round trips). Inside a caller's
+        transaction a savepoint keeps a failed COPY from aborting it."""
+        if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
+            return contextlib.nullcontext()
+        return self.conn.transaction()
 
-def _copy_rows(
-    ids: Sequence[int], runs: Sequence[NewRun], db_now: datetime, aging: timedelta
-) -> Iterator[tuple[Any, ...]]:
-    """The COPY rows of ``runs``, in COPY_COLUMNS' order (tags are sorted already)."""
-    for run_id, run in zip(ids, runs, strict=True):
-        run_at = run.run_at or db_now
-        yield (
-            run_id,
-            run.namespace,
-            run.handler,
-            run.queue,
-            JSONB_VERSION + run.payload_json.encode(),
-            run.priority,
+
+class _RowEncoder:
+    """Binary COPY rows of runs. The shared columns of each distinct shape are encoded
+    once (by psycopg's dumpers for their declared types); a row is then those bytes,
+    the id and the payload: no per-row dumper calls for twenty mostly equal columns."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], db_now: datetime, aging: timedelta):
+        self._transformer = Transformer(conn)
+        types = conn.adapters.types
+        oids = [types.get_oid(sql_type) for _, sql_type in SHARED_COLUMNS]
+        self._transformer.set_dumper_types(oids, pq.Format.BINARY)
+        self._formats = [PyFormat.BINARY] * len(SHARED_COLUMNS)
+        self._db_now = db_now
+        self._aging = aging
+        self._segments: dict[tuple[Any, ...], bytes] = {}
+
+    def rows(self, ids: Sequence[int], runs: Sequence[NewRun]) -> bytes:
+        segments = self._segments
+        parts: list[bytes] = []
+        for run_id, run in zip(ids, runs, strict=True):
+            shared = _shared_fields(run)
+            segment = segments.get(shared)
+            if segment is None:
+                segment = segments[shared] = self._segment(shared)
+            payload = run.payload_json.encode()
+            parts.append(segment)
+            parts.append(_ID_AND_PAYLOAD_LENGTH.pack(8, run_id, len(payload) + 1))
+            parts.append(JSONB_VERSION)
+            parts.append(payload)
+        return b"".join(parts)
+
+    def _segment(self, shared: tuple[Any, ...]) -> bytes:
+        """The field count and the shared columns of a run with these fields."""
+        (namespace, handler, queue, priority, run_at, *middle) = shared
+        (max_attempts, timeout, replay_of, job_id, slot_at, tags, *rest) = middle
+        run_at = self._db_now if run_at is None else run_at
+        values = (
+            namespace,
+            handler,
+            queue,
+            priority,
             run_at,
-            run_at - aging * run.priority,
-            run.max_attempts,
-            run.timeout,
-            run.replay_of,
-            run.job_id,
-            run.slot_at,
-            list(run.tags) if run.tags else None,
-            run.concurrency_key,
-            run.concurrency_limit,
-            run.deadline,
-            run.correlation_id,
-            run.trace_context,
-            run.rate_key,
-            run.breaker_key,
-            db_now,
+            run_at - self._aging * priority,
+            max_attempts,
+            timeout,
+            replay_of,
+            job_id,
+            slot_at,
+            list(tags) if tags else None,  # sorted already
+            *rest,
+            self._db_now,
+        )
+        fields = self._transformer.dump_sequence(values, self._formats)
+        return _FIELD_COUNT + b"".join(
+            _NULL if field is None else struct.pack(">i", len(field)) + bytes(field)
+            for field in fields
         )
 
 
