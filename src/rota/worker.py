@@ -215,8 +215,16 @@ class Worker:
             hooks.runs_claimed(claimed)
             for run in claimed:
                 self._start(run)
-            if len(claimed) < min(free, MAX_CLAIM_BATCH):
+            # A claim that found runs is followed by another at once: more may be due (a
+            # burst, or keyed runs the claim left, see Store.claim). Only an empty claim
+            # means nothing is due, and only then does the worker wait.
+            if not claimed:
                 await self._first(stopping, self.store.wait_for_work(await self._idle_wait()))
+            elif len(claimed) < min(free, MAX_CLAIM_BATCH):
+                # A short claim (an idle worker's pickup): let its handlers start before
+                # the next claim is prepared. A full one (a drain) sends the next claim
+                # first, so the database works on it while the handlers run.
+                await asyncio.sleep(0)
 
     async def _idle_wait(self) -> float:
         """How long to wait for work: the poll interval, or less when a waiting run falls

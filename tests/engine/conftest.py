@@ -26,7 +26,7 @@ async def make_app(db_url: str) -> AsyncIterator[Callable[..., rota.App]]:
     def make(clock: rota.Clock | None = None, **overrides: Any) -> rota.App:
         settings = rota.Settings(
             database_url=db_url,
-            poll_seconds=0.02,
+            poll_seconds=overrides.pop("poll_seconds", 0.02),
             sqlite_poll_seconds=0.02,
             lease_seconds=overrides.pop("lease_seconds", 30.0),
             cancel_grace_seconds=overrides.pop("cancel_grace_seconds", 0.2),

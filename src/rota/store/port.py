@@ -99,7 +99,11 @@ class Store(Protocol):
     async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]: ...
 
     # -- the worker's hot path (all fenced) ----------------------------------
-    async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]: ...
+    async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
+        """Lease up to ``request.limit`` due runs. A claim that found runs may leave
+        others that are due (keyed runs, which a limit governs) to the next claim: a
+        caller claims again at once after any claim that returned runs, and treats only
+        an empty claim as "nothing to do"."""
 
     async def renew(
         self, worker_id: str, leases: Sequence[Lease], lease_seconds: float, now: datetime | None

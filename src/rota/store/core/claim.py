@@ -104,7 +104,10 @@ class CoreClaim(CoreBreakers):
                 claimed = [claimed_from_row(row) for row in await session.rows("claim", params)]
             want = request.limit - len(claimed)
             limited = limits.any or rates.any or bool(tripped)
-            if want > 0 and not limited and keyed is None:
+            # Plain runs found are returned at once: asking about keyed work first would
+            # hold back their start by a round trip (an idle worker's pickup). The worker
+            # claims again at once after any claim that found runs, and that claim asks.
+            if want > 0 and not limited and keyed is None and not claimed:
                 [row] = await session.rows("has_keyed_work", {"queues": queues})
                 keyed = bool(row["keyed"])
         if want > 0 and (limited or keyed):

@@ -1,0 +1,122 @@
+"""How an idle worker learns of work: no wake-up is lost, and a claim that found runs
+is followed at once by another (keyed runs it left are not left to the poll).
+
+The poll interval is set far beyond each test's deadline, so only the wake-up path under
+test (a notification, or the next claim) can pass it; SQLite has no notifications and
+polls often by design (sqlite_poll_seconds), which these tests keep fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+import rota
+from rota.domain.runs import ClaimedRun
+from rota.domain.states import RunState
+from rota.store.port import ClaimRequest, Store
+from tests.contract.support import T0, enqueue_one
+from tests.engine.conftest import working
+from tests.waiting import wait_for_state
+
+pytestmark = pytest.mark.timeout(60)
+
+NEVER_POLL = 3600.0  # far past every deadline here: a pickup within it was woken
+
+
+def _quiet_app(make_app: Callable[..., rota.App]) -> rota.App:
+    return make_app(poll_seconds=NEVER_POLL)
+
+
+async def _noop(ctx: rota.RunContext, payload: Any) -> None:
+    return None
+
+
+async def test_a_run_enqueued_while_a_claim_is_in_flight_is_picked_up(
+    make_app: Callable[..., rota.App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim looked before the run existed and came back empty; the run's wake-up
+    arrives while that claim is still in flight. The worker must not sleep through it."""
+    app = _quiet_app(make_app)
+    app.handler("job")(_noop)
+    store = await app.store()
+    real_claim, real_wait = store.claim, store.wait_for_work
+    waited = asyncio.Event()  # the worker has been through one wait (LISTEN is up)
+    raced: list[int] = []
+    enqueued = asyncio.Event()
+
+    async def claim_then_enqueue(request: ClaimRequest, now: Any) -> list[ClaimedRun]:
+        claimed = await real_claim(request, now)
+        if waited.is_set() and not raced and not claimed:
+            raced.append(await app.enqueue_async("job", {}))
+            enqueued.set()
+        return claimed
+
+    async def wait_for_work(timeout: float) -> None:
+        await real_wait(timeout)
+        waited.set()
+
+    monkeypatch.setattr(store, "claim", claim_then_enqueue)
+    monkeypatch.setattr(store, "wait_for_work", wait_for_work)
+    async with working(app, concurrency=2):
+        await asyncio.wait_for(enqueued.wait(), timeout=20)
+        await wait_for_state(store, raced[0], RunState.SUCCEEDED, timeout=20)
+
+
+async def test_keyed_runs_beside_plain_ones_start_without_waiting_for_a_poll(
+    make_app: Callable[..., rota.App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain and keyed runs enqueued together (one wake-up) into an idle worker: the
+    claim that finds the plain runs returns them without asking about keyed ones, and
+    the worker's next claim, at once, takes the keyed runs."""
+    app = _quiet_app(make_app)
+    app.handler("job")(_noop)
+    store = await app.store()
+    real_wait = store.wait_for_work
+    waited = asyncio.Event()  # the worker is idle and listening
+
+    async def wait_for_work(timeout: float) -> None:
+        await real_wait(timeout)
+        waited.set()
+
+    monkeypatch.setattr(store, "wait_for_work", wait_for_work)
+    async with working(app, concurrency=10):
+        await asyncio.wait_for(waited.wait(), timeout=20)
+        plain = [{"handler": "job"} for _ in range(3)]
+        keyed = [{"handler": "job", "concurrency_key": "customer-1"} for _ in range(3)]
+        run_ids = await app.enqueue_many_async(plain + keyed)
+        for run_id in run_ids:
+            await wait_for_state(store, run_id, RunState.SUCCEEDED, timeout=20)
+
+
+async def test_a_claim_that_finds_plain_runs_leaves_keyed_ones_to_the_next(
+    store: Store,
+) -> None:
+    """The store's side of it (both stores): nothing due is lost between two claims."""
+    plain = await enqueue_one(store, T0)
+    keyed = await enqueue_one(store, T0, concurrency_key="k", concurrency_limit=2)
+    request = ClaimRequest("w", ("default",), 10, 30.0, ())
+    first = {c.run_id for c in await store.claim(request, T0)}
+    second = {c.run_id for c in await store.claim(request, T0)}
+    assert plain in first
+    assert first | second == {plain, keyed}
+    assert await store.claim(request, T0) == []
+
+
+async def test_an_idle_worker_wakes_when_a_future_run_falls_due(
+    make_app: Callable[..., rota.App],
+) -> None:
+    """A run inserted ahead of its run_at wakes the worker only to find it not due yet;
+    the worker then sleeps until that run_at (next_due_in), not until its next poll."""
+    app = _quiet_app(make_app)
+    app.handler("job")(_noop)
+    store = await app.store()
+    async with working(app, concurrency=2):
+        # The wall clock: the wait is real time, judged against the database's clock.
+        soon = datetime.now(UTC) + timedelta(seconds=1)
+        run_id = await app.enqueue_async("job", {}, run_at=soon)
+        await wait_for_state(store, run_id, RunState.SUCCEEDED, timeout=30)
