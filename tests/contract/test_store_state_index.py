@@ -7,8 +7,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from rota.domain.states import RunState
 from rota.domain.runs import RunFilter
+from rota.domain.states import RunState
 from rota.store.port import ClaimRequest
 from rota.store.postgres import PostgresStore
 from rota.store.queries import load_queries
