@@ -47,12 +47,19 @@ SELECT min(run_at) AS run_at FROM rota_runs
 WHERE state IN ('pending', 'retrying') AND run_at <= COALESCE(%(now)s::timestamptz, now());
 
 -- name: live_queue_counts
--- Unfinished runs and dead letters per namespace, queue and state (rota_runs_state_id).
+-- Unfinished runs and dead letters per namespace, queue and state: the waiting ones and
+-- the dead letters from rota_runs_state_id (index-only), the held ones from
+-- rota_runs_leased (the state index leaves them out, migration 19; they are few).
 SELECT namespace, queue, state, count(*) AS count,
        min(run_at) FILTER (WHERE state IN ('pending', 'retrying')
                             AND run_at <= COALESCE(%(now)s::timestamptz, now())) AS oldest_due_at
 FROM rota_runs
-WHERE state IN ('pending', 'claimed', 'running', 'retrying', 'dead_lettered')
+WHERE state IN ('pending', 'retrying', 'dead_lettered')
+GROUP BY namespace, queue, state
+UNION ALL
+SELECT namespace, queue, state, count(*), NULL
+FROM rota_runs
+WHERE state IN ('claimed', 'running')
 GROUP BY namespace, queue, state
 ORDER BY namespace, queue, state;
 
