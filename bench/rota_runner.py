@@ -96,9 +96,12 @@ async def drain_worker(
     """Work until the parent says stop; report CPU seconds used after the start line.
     ``metrics``: rota's Prometheus instruments on or off (bench.observability).
     ``concurrency`` and ``pool_size`` None: rota's own defaults, as `rota worker` ships."""
-    from rota.observe import hooks
-
-    hooks.set_enabled(metrics)
+    try:
+        from rota.observe import hooks
+    except ModuleNotFoundError:  # a revision older than the metrics (bench.ab --before)
+        pass
+    else:
+        hooks.set_enabled(metrics)
     app = make_app(url, pool_size)
     await app.store()
     options = (

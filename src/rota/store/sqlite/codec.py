@@ -90,6 +90,13 @@ def encoded(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def items_json(items: Iterable[Mapping[str, Any]]) -> str:
+    """A batch as one JSON array of objects, for a set-based query's ``:items``: read
+    back with ``value ->> 'name'``, an integer stays an integer and a float round-trips
+    (Python writes the shortest repr that reads back the same)."""
+    return json.dumps([encoded(item) for item in items])
+
+
 def decoded(names: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """Rows as dicts, with instants as datetimes and JSON columns decoded (the columns to
     decode are found once per result, not once per row)."""

@@ -1,12 +1,21 @@
 -- A claimed run's lease: renewing it, writing its outcome, handing it back, and the
 -- reaper's writes once it expired. Every write names the run's fence. Each attempt
 -- row is written first, reading the run before the fenced update changes it.
+--
+-- The worker's batched writes (renew, complete) are set-based: :items is the whole
+-- batch as one JSON array (dialect.py), read with json_each, so a batch is a few
+-- statements however many runs it holds. They walk the batch first and find each run
+-- by rowid: CROSS JOIN fixes that order for a SELECT, and ``+state`` keeps the state
+-- test off every index for an UPDATE ... FROM, whatever statistics PRAGMA optimize
+-- recorded (driven from rota_runs_leased, a batch would scan every held lease per item).
 
 -- name: renew
 -- The first renewal also confirms the run is executing (Claimed -> Running).
 UPDATE rota_runs
 SET lease_expires_at = :now + :lease_seconds, state = 'running'
-WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence FROM json_each(:items)) AS l
+WHERE rota_runs.id = l.id AND rota_runs.fence = l.fence
+  AND +rota_runs.state IN ('claimed', 'running')
 RETURNING id, cancel_requested, lease_expires_at;
 
 -- name: complete
@@ -17,39 +26,51 @@ INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namesp
                                      queue, run_state, attempt, occurred_at, next_attempt_at)
 SELECT s.id, e.event_type, r.id, r.namespace, r.handler, r.queue, e.state, r.attempt,
        :now, :now
-FROM (SELECT :state AS state,
-             CASE :state WHEN 'succeeded' THEN 'run.succeeded'
-                         WHEN 'failed' THEN 'run.failed'
-                         WHEN 'timed_out' THEN 'run.failed'
-                         WHEN 'dead_lettered' THEN 'run.dead_lettered'
-                         END AS event_type) e
-JOIN rota_runs r ON r.id = :id AND r.fence = :fence AND r.state IN ('claimed', 'running')
+FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence, value ->> 'state' AS state,
+             CASE value ->> 'state' WHEN 'succeeded' THEN 'run.succeeded'
+                                    WHEN 'failed' THEN 'run.failed'
+                                    WHEN 'timed_out' THEN 'run.failed'
+                                    WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                                    END AS event_type
+      FROM json_each(:items)) AS e
+CROSS JOIN rota_runs r
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
  AND s.event_types LIKE '%,' || e.event_type || ',%'
  AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
-WHERE e.event_type IS NOT NULL
+WHERE r.id = e.id AND r.fence = e.fence AND r.state IN ('claimed', 'running')
+  AND e.event_type IS NOT NULL
   AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
 INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
                            outcome, error)
-SELECT id, fence, attempt, worker_id, started_at, :now, :outcome, :error
-FROM rota_runs
-WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+SELECT r.id, r.fence, r.attempt, r.worker_id, r.started_at, :now, o.value ->> 'outcome',
+       o.value ->> 'error'
+FROM json_each(:items) AS o
+CROSS JOIN rota_runs r
+WHERE r.id = o.value ->> 'id' AND r.fence = o.value ->> 'fence'
+  AND r.state IN ('claimed', 'running');
 UPDATE rota_runs
 -- domain/settle.py completed_state: a cancel request outranks a retry.
-SET state = CASE WHEN :state = 'retrying' AND cancel_requested THEN 'cancelled' ELSE :state END,
-    result = :result,
-    error = :error,
+SET state = CASE WHEN o.state = 'retrying' AND cancel_requested THEN 'cancelled'
+                 ELSE o.state END,
+    result = o.result,
+    error = o.error,
     lease_expires_at = NULL,
     lost_count = 0,
     -- The database failed the attempt, not the handler: the attempt is given back.
-    attempt = CASE WHEN :outcome = 'infrastructure' THEN attempt - 1 ELSE attempt END,
+    attempt = CASE WHEN o.outcome = 'infrastructure' THEN attempt - 1 ELSE attempt END,
     -- domain/settle.py retry_sort_at
-    sort_at = CASE WHEN :retry_delay IS NULL THEN sort_at
-                   ELSE :now + :retry_delay - (run_at - sort_at) END,
-    run_at = CASE WHEN :retry_delay IS NULL THEN run_at ELSE :now + :retry_delay END,
-    finished_at = CASE WHEN :state = 'retrying' AND NOT cancel_requested THEN NULL ELSE :now END
-WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+    sort_at = CASE WHEN o.retry_delay IS NULL THEN sort_at
+                   ELSE :now + o.retry_delay - (run_at - sort_at) END,
+    run_at = CASE WHEN o.retry_delay IS NULL THEN run_at ELSE :now + o.retry_delay END,
+    finished_at = CASE WHEN o.state = 'retrying' AND NOT cancel_requested THEN NULL
+                       ELSE :now END
+FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence, value ->> 'state' AS state,
+             value ->> 'outcome' AS outcome, value ->> 'result' AS result,
+             value ->> 'error' AS error, value ->> 'retry_delay' AS retry_delay
+      FROM json_each(:items)) AS o
+WHERE rota_runs.id = o.id AND rota_runs.fence = o.fence
+  AND +rota_runs.state IN ('claimed', 'running')
 RETURNING id, handler, breaker_key;
 
 -- name: recorded_outcomes
