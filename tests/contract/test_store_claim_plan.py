@@ -183,6 +183,8 @@ async def test_sqlite_claim_reaches_runs_by_rowid_after_stale_statistics(sqlite_
         "limited_handlers": "[]",
         "limited_queues": "[]",
         "global_limit": 0,
+        "everything": 0,
+        "key_counts": 1,
         "full_keys": "[]",
         "full_handlers": "[]",
         "chosen": "[]",
