@@ -99,24 +99,40 @@ GROUP BY queue, handler, concurrency_key;
 -- BY over every held run.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 c AS (
+    -- Unkeyed and keyed runs apart, each a range scan of its own partial index that
+    -- stops after a window of matches: one scan with neither condition read every due
+    -- run and sorted them, under the lock, on every limited claim.
     SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
            c.breaker_key, c.sort_at
     FROM unnest(%(queues)s::text[]) AS q(name), t,
     LATERAL (
-        SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key, breaker_key,
-               sort_at
-        FROM rota_runs
-        WHERE state IN ('pending', 'retrying') AND queue = q.name AND run_at <= t.now
-          AND (concurrency_key IS NOT NULL OR handler = ANY(%(limited_handlers)s::text[])
-               OR q.name = ANY(%(limited_queues)s::text[]) OR %(global_limit)s
-               OR %(everything)s)
-          AND (concurrency_key IS NULL OR concurrency_key <> ALL(%(full_keys)s::text[]))
-          AND handler <> ALL(%(full_handlers)s::text[])
-          AND id <> ALL(%(chosen)s::bigint[])
-          AND (tags IS NULL OR tags <@ %(tags)s::text[])
-          AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
-        ORDER BY sort_at, id
-        LIMIT %(window)s
+        (SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key,
+                breaker_key, sort_at
+         FROM rota_runs
+         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
+           AND queue = q.name AND run_at <= t.now
+           AND (handler = ANY(%(limited_handlers)s::text[])
+                OR q.name = ANY(%(limited_queues)s::text[]) OR %(global_limit)s
+                OR %(everything)s)
+           AND handler <> ALL(%(full_handlers)s::text[])
+           AND id <> ALL(%(chosen)s::bigint[])
+           AND (tags IS NULL OR tags <@ %(tags)s::text[])
+           AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
+         ORDER BY sort_at, id
+         LIMIT %(window)s)
+        UNION ALL
+        (SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key,
+                breaker_key, sort_at
+         FROM rota_runs
+         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+           AND queue = q.name AND run_at <= t.now
+           AND concurrency_key <> ALL(%(full_keys)s::text[])
+           AND handler <> ALL(%(full_handlers)s::text[])
+           AND id <> ALL(%(chosen)s::bigint[])
+           AND (tags IS NULL OR tags <@ %(tags)s::text[])
+           AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
+         ORDER BY sort_at, id
+         LIMIT %(window)s)
     ) AS c
     ORDER BY c.sort_at, c.id
     LIMIT %(window)s

@@ -92,23 +92,39 @@ WITH c AS (
     SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit, r.rate_key,
            r.breaker_key, r.sort_at
     FROM json_each(:queues) AS q, rota_runs AS r NOT INDEXED  -- by rowid, as in claim
+    -- Unkeyed and keyed runs apart, each a range scan of its own partial index that
+    -- stops after a window of matches (one scan with neither condition read every due
+    -- run and sorted them, under the lock, on every limited claim).
     WHERE r.id IN (
-        SELECT id FROM rota_runs
-        WHERE state IN ('pending', 'retrying') AND queue = q.value AND run_at <= :now
-          AND (concurrency_key IS NOT NULL
-               OR handler IN (SELECT value FROM json_each(:limited_handlers))
-               OR q.value IN (SELECT value FROM json_each(:limited_queues)) OR :global_limit
-               OR :everything)
-          AND (concurrency_key IS NULL
-               OR concurrency_key NOT IN (SELECT value FROM json_each(:full_keys)))
-          AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
-          AND id NOT IN (SELECT value FROM json_each(:chosen))
-          AND (tags IS NULL OR NOT EXISTS (
-              SELECT 1 FROM json_each(rota_runs.tags)
-              WHERE value NOT IN (SELECT value FROM json_each(:tags))))
-          AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
-        ORDER BY sort_at, id
-        LIMIT :window)
+        SELECT id FROM (
+            SELECT id FROM rota_runs INDEXED BY rota_runs_claimable
+            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
+              AND queue = q.value AND run_at <= :now
+              AND (handler IN (SELECT value FROM json_each(:limited_handlers))
+                   OR q.value IN (SELECT value FROM json_each(:limited_queues))
+                   OR :global_limit OR :everything)
+              AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
+              AND id NOT IN (SELECT value FROM json_each(:chosen))
+              AND (tags IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM json_each(rota_runs.tags)
+                  WHERE value NOT IN (SELECT value FROM json_each(:tags))))
+              AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
+            ORDER BY sort_at, id
+            LIMIT :window)
+        UNION ALL
+        SELECT id FROM (
+            SELECT id FROM rota_runs INDEXED BY rota_runs_claimable_keyed
+            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+              AND queue = q.value AND run_at <= :now
+              AND concurrency_key NOT IN (SELECT value FROM json_each(:full_keys))
+              AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
+              AND id NOT IN (SELECT value FROM json_each(:chosen))
+              AND (tags IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM json_each(rota_runs.tags)
+                  WHERE value NOT IN (SELECT value FROM json_each(:tags))))
+              AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
+            ORDER BY sort_at, id
+            LIMIT :window))
     ORDER BY r.sort_at, r.id
     LIMIT :window
 ),
