@@ -9,11 +9,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+import psycopg
+import pytest
+
 from rota.domain.rates import Rate, RateLimit, RateScope
 from rota.store.dialect import NO_PARAMS, Params, Row, Session
 from rota.store.port import ClaimRequest, Store
+from rota.store.postgres import PostgresStore
+from rota.store.queries import load_queries
 
-from .support import T0, at, enqueue_one, succeeded
+from .support import T0, at, bounded, enqueue_one, succeeded
 
 T = TypeVar("T")
 # Read through the store's short-lived caches, not by the claim itself.
@@ -148,3 +153,25 @@ async def test_a_keyed_claim_reads_only_its_candidates_keys(store: Store) -> Non
     taken, sent = await _claim_noting(store, 4, limit=10)
     assert taken == [a[2]], "one run of key a ended: one slot, and only for a"
     assert sent == ["claim_lock", "limited_candidates", "claim_ids"]
+
+
+@pytest.mark.postgres
+async def test_a_limited_claim_behind_a_stalled_holder_gives_up_and_recovers(
+    pg_clean: str,
+) -> None:
+    """The lock's round trip opens the transaction by hand: when the lock times out the
+    claim takes nothing, and the pooled connection comes back usable."""
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        await store.set_rate(RateLimit(RateScope.HANDLER, "job", Rate(10, 1)))
+        run = await enqueue_one(store, T0)
+        lock = load_queries("postgres")["claim_lock"].rsplit(";", 1)[-1]  # the SELECT
+        async with await psycopg.AsyncConnection.connect(pg_clean) as holder:
+            await holder.execute(lock)  # held until this transaction ends
+            request = ClaimRequest("w", ("default",), 5, 30.0, ())
+            assert await bounded(store.claim(request, at(1))) == []
+            await holder.rollback()
+        assert [c.run_id for c in await bounded(store.claim(request, at(2)))] == [run]
+    finally:
+        await store.close()

@@ -71,7 +71,10 @@ WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)s::text[])
 -- Serialises limit-checking claims cluster-wide for this transaction, so two claimers
 -- never both take the last slot of a limit. Plain claims do not take it. A holder that
 -- stalls (a paused process) must not stall every limited claim: the server ends its
--- session after 5 s idle in this transaction, and waiters give up after 2 s.
+-- session after 5 s idle in this transaction, and waiters give up after 2 s. It opens
+-- the transaction too (the dialect runs it on an autocommit connection, and ends the
+-- transaction itself): one round trip instead of two.
+BEGIN;
 SET LOCAL idle_in_transaction_session_timeout = '5s';
 SET LOCAL lock_timeout = '2s';
 SELECT pg_advisory_xact_lock(7307916210);
