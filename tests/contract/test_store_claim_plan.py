@@ -15,7 +15,7 @@ from rota.store.postgres import PostgresStore
 from rota.store.queries import load_queries
 from rota.store.sqlite import SqliteStore, path_from_url
 
-from .support import T0, new_run
+from .support import T0, at, new_run
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -117,6 +117,44 @@ async def test_lease_writes_look_runs_up_by_id(pg_clean: str, query: str) -> Non
         assert "CTE Scan on recorded" not in plan, plan
 
 
+async def test_limited_candidates_read_each_partial_index_a_window_deep(pg_clean: str) -> None:
+    """The limited claim's candidates are read under the cluster-wide lock: with rated
+    runs piled up they must come from a bounded range scan of each partial index (one
+    scan with neither concurrency_key condition read every due run, then sorted them).
+    A generic plan (plan_cache_mode = force_generic_plan) would not: PostgreSQL's auto
+    mode keeps the custom plan, its estimate being far below the generic one's."""
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        runs = [new_run(payload=json.dumps({"i": i})) for i in range(4000)]
+        keyed = [new_run(concurrency_key=f"k{i % 10}", concurrency_limit=5) for i in range(400)]
+        await store.enqueue(runs + keyed, T0)
+    finally:
+        await store.close()
+    async with await psycopg.AsyncConnection.connect(pg_clean, autocommit=True) as conn:
+        await conn.execute("ANALYZE rota_runs")
+        params = {
+            "queues": ["default"],
+            "tags": [],
+            "limited_handlers": ["job"],
+            "limited_queues": [],
+            "global_limit": False,
+            "everything": True,
+            "key_counts": True,
+            "full_keys": [],
+            "full_handlers": [],
+            "chosen": [],
+            "window": 116,
+            "now": at(60),  # every run due
+        }
+        query = load_queries("postgres")["limited_candidates"]
+        cur = await conn.execute("EXPLAIN " + query, params)
+        plan = "\n".join(row[0] for row in await cur.fetchall())
+    assert "Index Scan using rota_runs_claimable on rota_runs" in plan, plan
+    assert "Index Scan using rota_runs_claimable_keyed on rota_runs" in plan, plan
+    assert "Seq Scan on rota_runs" not in plan, plan
+
+
 async def test_a_renewal_after_the_first_can_rewrite_the_run_in_place(pg_clean: str) -> None:
     """No index holds lease_expires_at (migration 11), so a heartbeat of a running run
     may be a HOT update: no new index entry, nothing for VACUUM in the indexes. (Not
@@ -183,6 +221,8 @@ async def test_sqlite_claim_reaches_runs_by_rowid_after_stale_statistics(sqlite_
         "limited_handlers": "[]",
         "limited_queues": "[]",
         "global_limit": 0,
+        "everything": 0,
+        "key_counts": 1,
         "full_keys": "[]",
         "full_handlers": "[]",
         "chosen": "[]",

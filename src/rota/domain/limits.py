@@ -97,9 +97,14 @@ class Active:
         self.queues[queue] += count
         self.handlers[handler] += count
         if key is not None:
-            self.keys[key] += count
-            limit = key_limit or 1
-            self.key_limits[key] = min(self.key_limits.get(key, limit), limit)
+            self.add_key(key, key_limit, count)
+
+    def add_key(self, key: str, key_limit: int | None, count: int) -> None:
+        """Runs held of one key, when no queue, handler or global limit is set: then
+        keys are all a claim checks, and only the keys of its candidates are read."""
+        self.keys[key] += count
+        limit = key_limit or 1
+        self.key_limits[key] = min(self.key_limits.get(key, limit), limit)
 
     def full_queues(self, limits: Limits) -> list[str]:
         return [q for q, cap in limits.queues.items() if self.queues[q] >= cap]

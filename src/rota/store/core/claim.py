@@ -20,12 +20,12 @@ import structlog
 
 from rota.domain.breakers import Breaker, BreakerView
 from rota.domain.limits import Active, Candidate, Limit, Limits, choose
-from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse, micros
+from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse
 from rota.domain.runs import ClaimedRun
 from rota.store.core.breakers import CoreBreakers
 from rota.store.core.recent import Recent
 from rota.store.core.workflows import release_after
-from rota.store.dialect import ClaimLockBusy, Session
+from rota.store.dialect import ClaimLockBusy, Row, Session
 from rota.store.port import ClaimRequest
 from rota.store.rows import claimed_from_row
 
@@ -63,11 +63,28 @@ class _Gate:
         return [*self.rates.handlers, *self.tripped]
 
 
+Lane = tuple[tuple[str, ...], tuple[str, ...]]  # (plain queues, tags) of a claim
+
+
+@dataclass
+class _Taken:
+    """What a limited claim took, and what its windows showed of the queues."""
+
+    claimed: list[ClaimedRun] = field(default_factory=list)
+    saw_any: bool = False  # some due run was a candidate
+    saw_plain: bool = False  # some candidate no limit, rate, key or breaker applies to
+
+
 class CoreClaim(CoreBreakers):
     _limits: Recent[tuple[Limits, Rates]]  # set in SqlStore.__init__
     # When (time.monotonic) a full rate bucket this process saw gets a slot back: an
     # idle worker wakes then instead of at its next poll (see next_due_in).
     _rate_frees_at: float | None = None
+    # Lanes whose plain claim last came back empty while the limited claim had work:
+    # their next claims skip the plain statement (which walks every rated run ahead of
+    # a plain one) and let the limited claim take plain runs too, until it sees one or
+    # sees nothing due (ADR 0016). Rebound, never mutated: the class default is shared.
+    _plain_dry: frozenset[Lane] = frozenset()
 
     async def claim(self, request: ClaimRequest, now: datetime | None) -> list[ClaimedRun]:
         # A queue listed twice would pick its runs twice and fill the limit with
@@ -88,32 +105,62 @@ class CoreClaim(CoreBreakers):
             for q in queues
             if q not in limits.queues and q not in rates.queues and limits.global_max is None
         ]
-        # One connection for the plain claim and, if it left room, the keyed-work check:
-        # small claims are frequent, and a second pool checkout each would show.
-        async with self._d.session(now) as session:
-            claimed: list[ClaimedRun] = []
+        limited = limits.any or rates.any or bool(tripped)
+        lane = (tuple(plain), tuple(tags))
+        dry = bool(plain) and lane in self._plain_dry
+        claimed: list[ClaimedRun] = []
+        if plain and not dry:
+            handlers = [*limits.handlers, *rates.handlers]
+            ask_keyed = keyed is None and not limited
+            claimed, found = await self._claim_plain(request, plain, tags, handlers, now, ask_keyed)
+            keyed = found if ask_keyed else keyed
+        want = request.limit - len(claimed)
+        if want > 0 and (limited or keyed or dry):
+            gates = (limits, rates, rules, tripped)
+            taken = await self._claim_limited(request, queues, tags, gates, want, now, dry)
             if plain:
-                params = {
-                    "queues": plain,
-                    "limit": request.limit,
-                    "worker_id": request.worker_id,
-                    "lease_seconds": request.lease_seconds,
-                    "tags": tags,
-                    "limited_handlers": [*limits.handlers, *rates.handlers],
-                }
-                claimed = [claimed_from_row(row) for row in await session.rows("claim", params)]
-            want = request.limit - len(claimed)
-            limited = limits.any or rates.any or bool(tripped)
+                self._note_lane(lane, dry, plain_empty=not claimed, taken=taken)
+            claimed += taken.claimed
+        return claimed
+
+    def _note_lane(self, lane: Lane, dry: bool, plain_empty: bool, taken: _Taken) -> None:
+        """Whether the next claim of this lane may skip the plain statement."""
+        if dry and (taken.saw_plain or not taken.saw_any):
+            self._plain_dry = self._plain_dry - {lane}
+        elif not dry and plain_empty and taken.saw_any:
+            self._plain_dry = self._plain_dry | {lane}
+
+    async def _claim_plain(
+        self,
+        request: ClaimRequest,
+        plain: list[str],
+        tags: list[str],
+        limited_handlers: list[str],
+        now: datetime | None,
+        ask_keyed: bool,
+    ) -> tuple[list[ClaimedRun], bool]:
+        """The lock-free claim of runs no limit applies to, and, if it found none and
+        ``ask_keyed``, whether keyed work waits in the request's queues."""
+        params = {
+            "queues": plain,
+            "limit": request.limit,
+            "worker_id": request.worker_id,
+            "lease_seconds": request.lease_seconds,
+            "tags": tags,
+            "limited_handlers": limited_handlers,
+        }
+        # One connection for both: small claims are frequent, and a second pool
+        # checkout each would show.
+        async with self._d.session(now) as session:
+            claimed = [claimed_from_row(row) for row in await session.rows("claim", params)]
             # Plain runs found are returned at once: asking about keyed work first would
             # hold back their start by a round trip (an idle worker's pickup). The worker
             # claims again at once after any claim that found runs, and that claim asks.
-            if want > 0 and not limited and keyed is None and not claimed:
+            if not claimed and ask_keyed:
+                queues = list(dict.fromkeys(request.queues))
                 [row] = await session.rows("has_keyed_work", {"queues": queues})
-                keyed = bool(row["keyed"])
-        if want > 0 and (limited or keyed):
-            gates = (limits, rates, rules, tripped)
-            claimed += await self._claim_limited(request, queues, tags, gates, want, now)
-        return claimed
+                return claimed, bool(row["keyed"])
+        return claimed, False
 
     async def _read_limits(self) -> tuple[Limits, Rates]:
         rows = await self._d.rows("limits")
@@ -135,81 +182,70 @@ class CoreClaim(CoreBreakers):
         gates: tuple[Limits, Rates, dict[str, Breaker], frozenset[str]],
         want: int,
         now: datetime | None,
-    ) -> list[ClaimedRun]:
-        """Claim runs some limit applies to, one claimer at a time cluster-wide."""
+        everything: bool,
+    ) -> _Taken:
+        """Claim runs some limit applies to (every due run when ``everything``: the plain
+        claim was skipped), one claimer at a time cluster-wide."""
         limits, rates, rules, tripped = gates
+        taken = _Taken()
 
-        async def claim_limited(session: Session) -> list[ClaimedRun]:
+        async def claim_limited(session: Session) -> None:
+            # Round trips under the lock: rate use (with the claim's instant and the
+            # pruning of old starts), the candidate windows, and the claim itself (with
+            # the new starts logged): three when one window holds what is wanted.
             use = await self._rate_use(session, rates) if rates.any else None
             view = await self._breaker_view(session, rules) if rules else None
             gate = _Gate(rates, use, view, tripped)
-            chosen = await self._choose_limited(session, queues, tags, limits, gate, want)
+            chosen = await self._choose_limited(
+                session, _Ask(queues, tags, want, everything), limits, gate, taken
+            )
             if use is not None:
-                await self._record_starts(session, use)
+                free_in = use.next_free_in()
+                self._rate_frees_at = None if free_in is None else time.monotonic() + free_in
             if view is not None:
                 await self._save_view(session, view)
             if gate.doomed:
                 await _fail_fast(session, gate.doomed)
             if not chosen:
-                return []
+                return
             params = {
                 "ids": chosen,
                 "worker_id": request.worker_id,
                 "lease_seconds": request.lease_seconds,
+                **_starts_logged(use),
             }
-            return [claimed_from_row(row) for row in await session.rows("claim_ids", params)]
+            rows = await session.rows("claim_ids", params)
+            taken.claimed = [claimed_from_row(row) for row in rows]
 
         try:
-            return await self._d.in_serialised(now, claim_limited)
+            await self._d.in_serialised(now, claim_limited)
         except ClaimLockBusy:
             log.info("limited claim skipped: another claimer holds the limits lock")
-            return []
+            return _Taken()
+        return taken
 
     async def _rate_use(self, session: Session, rates: Rates) -> RateUse:
-        """The starts still inside their window, as of this claim's ``now``."""
-        [row] = await session.rows("claim_now")
-        use = RateUse(rates, micros(row["now"]))
-        for r in await session.rows("rate_usage", {"at": use.now}):
-            use.add_live((r["scope"], r["name"], r["rate_key"]), r["used"], r["first_leaves_at"])
+        """The starts still inside their window, as of this claim's instant (which the
+        same statement reads, pruning the starts that left their window)."""
+        rows = await session.rows("rate_usage")
+        use = RateUse(rates, int(rows[0]["at_micros"]))
+        for r in rows:
+            if r["scope"] is not None:
+                bucket = (r["scope"], r["name"], r["rate_key"])
+                use.add_live(bucket, int(r["used"]), int(r["first_leaves_at"]))
         return use
 
-    async def _record_starts(self, session: Session, use: RateUse) -> None:
-        """One log row per bucket with the starts admitted in it (every start of this
-        claim shares its instant), written in the claim's transaction."""
-        items = [
-            {
-                "scope": scope,
-                "name": name,
-                "rate_key": key,
-                "leaves_at": use.now + rate.period_micros,
-                "starts": starts,
-            }
-            for ((scope, name, key), rate), starts in sorted(
-                Counter(use.admitted).items(), key=lambda item: item[0][0]
-            )
-        ]
-        if items:
-            await session.batch("rate_record", items)
-        free_in = use.next_free_in()
-        self._rate_frees_at = None if free_in is None else time.monotonic() + free_in
-
     async def _choose_limited(
-        self,
-        session: Session,
-        queues: list[str],
-        tags: list[str],
-        limits: Limits,
-        gate: _Gate,
-        want: int,
+        self, session: Session, ask: _Ask, limits: Limits, gate: _Gate, taken: _Taken
     ) -> list[int]:
         """Serialised: what runs now, and which candidates fit."""
-        # What runs now matters only to concurrency limits and keys: a claim that only
-        # rates or breakers steer (no limit, no keyed candidate) skips the read.
-        active: Active | None = None
-        if limits.any:
-            active = await _active(session)
-            if active.global_full(limits):
-                return []
+        # Queue, handler and global limits count every held run: read them all once.
+        # With none of those set only keys count, and each candidate window brings the
+        # held count of its own keys along (no GROUP BY over every held run).
+        active = await _active(session) if limits.any else Active()
+        if active.global_full(limits):
+            return []
+        counted_keys: set[str] = set()
         chosen: list[int] = []
         # A window full of runs whose key filled up is passed over: the next round
         # skips those keys in SQL. A few rounds bound the work under the lock.
@@ -219,56 +255,113 @@ class CoreClaim(CoreBreakers):
         for round_number in range(LIMITED_ROUNDS):
             # Runs that a full concurrency limit or key holds back fill a window without
             # being chosen: read four times what is wanted then. With only rates and
-            # breakers in play (no limit, no keyed run seen), most of a first window is
-            # taken; fetching and building four times the claim under the cluster-wide
-            # lock is what made rated drains slow. Later rounds read wide again.
-            wide = limits.any or active is not None or round_number > 0
-            window = max(want * 4, 200) if wide else want - len(chosen) + WINDOW_SLACK
-            # Until read, nothing runs that a limit would count (no limit, no key).
-            seen = active if active is not None else Active()
-            full_queues = set(seen.full_queues(limits))
-            full_handlers = seen.full_handlers(limits)
-            if use is not None:
-                full_queues.update(use.full(RateScope.QUEUE))
-                full_handlers += use.full(RateScope.HANDLER)
-            params: dict[str, Any] = {
-                "queues": [q for q in queues if q not in full_queues],
-                "tags": tags,
-                "limited_handlers": [*limits.handlers, *gate.handlers],
-                "limited_queues": [*limits.queues, *gate.rates.queues],
-                "global_limit": limits.global_max is not None,
-                "full_keys": seen.full_keys(),
-                "full_handlers": full_handlers,
-                # Nothing passed over can fit later in this claim: every limit, rate
-                # and probe budget only fills as the claim goes on.
-                "chosen": [*chosen, *passed],
-                "window": window,
-            }
-            candidates = [
-                Candidate(
-                    r["id"],
-                    r["queue"],
-                    r["handler"],
-                    r["concurrency_key"],
-                    r["concurrency_limit"],
-                    r["rate_key"],
-                    r["breaker_key"],
-                )
-                for r in await session.rows("limited_candidates", params)
-            ]
-            if active is None and any(c.concurrency_key is not None for c in candidates):
-                active = await _active(session)
-            seen = active if active is not None else seen
-            taken = choose(candidates, seen, limits, want - len(chosen), admit)
-            chosen += taken
-            picked = set(taken)
-            passed += [c.run_id for c in candidates if c.run_id not in picked]
-            if len(chosen) >= want or len(candidates) < window:
+            # breakers in play, most of a first window is taken; fetching and building
+            # four times the claim under the cluster-wide lock is what made rated
+            # drains slow. Later rounds read wide again.
+            wide = limits.any or round_number > 0
+            window = max(ask.want * 4, 200) if wide else ask.want - len(chosen) + WINDOW_SLACK
+            rows = await session.rows(
+                "limited_candidates",
+                _window_params(ask, limits, gate, active, chosen + passed) | {"window": window},
+            )
+            candidates = [_candidate(r) for r in rows]
+            if not limits.any:
+                _count_keys(active, rows, counted_keys)
+            taken.saw_any = taken.saw_any or bool(candidates)
+            if ask.everything and not taken.saw_plain:
+                taken.saw_plain = any(_is_plain(c, limits, gate) for c in candidates)
+            picked = choose(candidates, active, limits, ask.want - len(chosen), admit)
+            chosen += picked
+            taken_now = set(picked)
+            passed += [c.run_id for c in candidates if c.run_id not in taken_now]
+            if len(chosen) >= ask.want or len(candidates) < window:
                 break
         return chosen
 
     def _forget_limits(self) -> None:
         self._limits.forget()
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """What a limited claim looks for."""
+
+    queues: list[str]
+    tags: list[str]
+    want: int
+    everything: bool  # plain runs too: the plain claim was skipped
+
+
+def _window_params(
+    ask: _Ask, limits: Limits, gate: _Gate, active: Active, seen: list[int]
+) -> dict[str, Any]:
+    """The candidate query's parameters for the next window, skipping every group the
+    runs held and chosen so far filled."""
+    full_queues = set(active.full_queues(limits))
+    full_handlers = active.full_handlers(limits)
+    if gate.use is not None:
+        full_queues.update(gate.use.full(RateScope.QUEUE))
+        full_handlers += gate.use.full(RateScope.HANDLER)
+    return {
+        "queues": [q for q in ask.queues if q not in full_queues],
+        "tags": ask.tags,
+        "limited_handlers": [*limits.handlers, *gate.handlers],
+        "limited_queues": [*limits.queues, *gate.rates.queues],
+        "global_limit": limits.global_max is not None,
+        "everything": ask.everything,
+        "key_counts": not limits.any,
+        "full_keys": active.full_keys(),
+        "full_handlers": full_handlers,
+        # Nothing passed over can fit later in this claim: every limit, rate and probe
+        # budget only fills as the claim goes on.
+        "chosen": seen,
+    }
+
+
+def _candidate(r: Row) -> Candidate:
+    return Candidate(
+        r["id"],
+        r["queue"],
+        r["handler"],
+        r["concurrency_key"],
+        r["concurrency_limit"],
+        r["rate_key"],
+        r["breaker_key"],
+    )
+
+
+def _count_keys(active: Active, rows: list[Row], counted: set[str]) -> None:
+    """Add what runs now of each key first seen in this window (read with it): a key
+    seen before already counts its held runs and the ones this claim chose."""
+    for r in rows:
+        key = r["concurrency_key"]
+        if key is None or key in counted:
+            continue
+        counted.add(key)
+        if r["key_running"] is not None:
+            active.add_key(key, r["key_limit"], int(r["key_running"]))
+
+
+def _is_plain(c: Candidate, limits: Limits, gate: _Gate) -> bool:
+    """A run the plain claim would take: no key, limit, rate or open breaker on it."""
+    return (
+        c.concurrency_key is None
+        and c.handler not in limits.handlers
+        and c.handler not in gate.handlers
+        and c.queue not in limits.queues
+        and c.queue not in gate.rates.queues
+    )
+
+
+def _starts_logged(use: RateUse | None) -> dict[str, list[Any]]:
+    """The rate log's rows for this claim's starts, as claim_ids writes them: one per
+    bucket (every start of a claim shares its instant), in bucket order."""
+    rows: list[tuple[str, str, str, int, int]] = []
+    if use is not None:
+        counted = sorted(Counter(use.admitted).items(), key=lambda item: item[0][0])
+        rows = [(*bucket, use.now + rate.period_micros, n) for (bucket, rate), n in counted]
+    names = ("rate_scope", "rate_name", "rate_key", "rate_leaves_at", "rate_starts")
+    return {name: [row[i] for row in rows] for i, name in enumerate(names)}
 
 
 async def _active(session: Session) -> Active:

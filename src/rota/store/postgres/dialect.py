@@ -184,21 +184,32 @@ class PgDialect:
             yield PgSession(conn, now)
 
     async def in_transaction(self, now: datetime | None, body: Body[T]) -> T:
-        return await self._in_transaction(now, body, serialised=False)
-
-    async def in_serialised(self, now: datetime | None, body: Body[T]) -> T:
-        return await self._in_transaction(now, body, serialised=True)
-
-    async def _in_transaction(self, now: datetime | None, body: Body[T], serialised: bool) -> T:
         async with self.connection() as conn:
             with _translated():
                 async with conn.transaction():
-                    if serialised:
-                        try:
-                            await conn.execute(Q["claim_lock"])
-                        except psycopg.errors.LockNotAvailable:
-                            raise ClaimLockBusy("another claimer holds the limits lock") from None
                     return await body(PgSession(conn, now))
+
+    async def in_serialised(self, now: datetime | None, body: Body[T]) -> T:
+        # BEGIN goes in the lock's own round trip (claim_lock starts with it): every
+        # limited claim of the cluster takes this path, and a separate BEGIN was one
+        # more round trip per claim (ADR 0016, second addendum).
+        async with self.connection() as conn:
+            with _translated():
+                try:
+                    await conn.execute(Q["claim_lock"])
+                except psycopg.errors.LockNotAvailable:
+                    await conn.execute("ROLLBACK")
+                    raise ClaimLockBusy("another claimer holds the limits lock") from None
+                except BaseException:
+                    await _roll_back(conn)
+                    raise
+                try:
+                    result = await body(PgSession(conn, now))
+                except BaseException:
+                    await _roll_back(conn)
+                    raise
+                await conn.execute("COMMIT")
+                return result
 
     # -- housekeeping and wake-ups ----------------------------------------------
     async def vacuum(self) -> None:
@@ -262,3 +273,13 @@ async def _current_version(conn: psycopg.AsyncConnection[Any]) -> int:
     cur = await conn.execute("SELECT COALESCE(max(version), 0) FROM rota_schema_migrations")
     row = await cur.fetchone()
     return int(row[0]) if row else 0
+
+
+async def _roll_back(conn: psycopg.AsyncConnection[Any]) -> None:
+    """End a transaction opened by hand, if the connection is still in one. A connection
+    that broke (or was closed by a cancelled query) has nothing to roll back; the pool
+    discards it, and the error that got us here is the one to raise."""
+    status = conn.info.transaction_status
+    if status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
+        with contextlib.suppress(psycopg.Error):
+            await conn.execute("ROLLBACK")

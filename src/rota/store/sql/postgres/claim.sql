@@ -71,7 +71,10 @@ WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)s::text[])
 -- Serialises limit-checking claims cluster-wide for this transaction, so two claimers
 -- never both take the last slot of a limit. Plain claims do not take it. A holder that
 -- stalls (a paused process) must not stall every limited claim: the server ends its
--- session after 5 s idle in this transaction, and waiters give up after 2 s.
+-- session after 5 s idle in this transaction, and waiters give up after 2 s. It opens
+-- the transaction too (the dialect runs it on an autocommit connection, and ends the
+-- transaction itself): one round trip instead of two.
+BEGIN;
 SET LOCAL idle_in_transaction_session_timeout = '5s';
 SET LOCAL lock_timeout = '2s';
 SELECT pg_advisory_xact_lock(7307916210);
@@ -90,32 +93,76 @@ WHERE state IN ('claimed', 'running')
 GROUP BY queue, handler, concurrency_key;
 
 -- name: limited_candidates
--- Runs some limit applies to, per queue in priority order, skipping groups already full.
--- No row locks: claimers of these runs are serialised by claim_lock.
-WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
-SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
-       c.breaker_key
-FROM unnest(%(queues)s::text[]) AS q(name), t,
-LATERAL (
-    SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key, breaker_key,
-           sort_at
-    FROM rota_runs
-    WHERE state IN ('pending', 'retrying') AND queue = q.name AND run_at <= t.now
-      AND (concurrency_key IS NOT NULL OR handler = ANY(%(limited_handlers)s::text[])
-           OR q.name = ANY(%(limited_queues)s::text[]) OR %(global_limit)s)
-      AND (concurrency_key IS NULL OR concurrency_key <> ALL(%(full_keys)s::text[]))
-      AND handler <> ALL(%(full_handlers)s::text[])
-      AND id <> ALL(%(chosen)s::bigint[])
-      AND (tags IS NULL OR tags <@ %(tags)s::text[])
-      AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
-    ORDER BY sort_at, id
+-- Runs some limit applies to (every due run when everything is set: the plain claim was
+-- skipped, see ADR 0016), per queue in priority order, skipping groups already full.
+-- No row locks: claimers of these runs are serialised by claim_lock. With key_counts,
+-- each keyed row also carries what runs now of its key (count and smallest limit, read
+-- through rota_runs_active_groups for the keys in the window only): when no queue,
+-- handler or global limit is set, keys are all that count, and this replaces a GROUP
+-- BY over every held run.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+c AS (
+    -- Unkeyed and keyed runs apart, each a range scan of its own partial index that
+    -- stops after a window of matches: one scan with neither condition read every due
+    -- run and sorted them, under the lock, on every limited claim.
+    SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
+           c.breaker_key, c.sort_at
+    FROM unnest(%(queues)s::text[]) AS q(name), t,
+    LATERAL (
+        (SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key,
+                breaker_key, sort_at
+         FROM rota_runs
+         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
+           AND queue = q.name AND run_at <= t.now
+           AND (handler = ANY(%(limited_handlers)s::text[])
+                OR q.name = ANY(%(limited_queues)s::text[]) OR %(global_limit)s
+                OR %(everything)s)
+           AND handler <> ALL(%(full_handlers)s::text[])
+           AND id <> ALL(%(chosen)s::bigint[])
+           AND (tags IS NULL OR tags <@ %(tags)s::text[])
+           AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
+         ORDER BY sort_at, id
+         LIMIT %(window)s)
+        UNION ALL
+        (SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key,
+                breaker_key, sort_at
+         FROM rota_runs
+         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+           AND queue = q.name AND run_at <= t.now
+           AND concurrency_key <> ALL(%(full_keys)s::text[])
+           AND handler <> ALL(%(full_handlers)s::text[])
+           AND id <> ALL(%(chosen)s::bigint[])
+           AND (tags IS NULL OR tags <@ %(tags)s::text[])
+           AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
+         ORDER BY sort_at, id
+         LIMIT %(window)s)
+    ) AS c
+    ORDER BY c.sort_at, c.id
     LIMIT %(window)s
-) AS c
-ORDER BY c.sort_at, c.id
-LIMIT %(window)s;
+),
+held AS (
+    SELECT concurrency_key, count(*) AS key_running, min(concurrency_limit) AS key_limit
+    FROM rota_runs
+    WHERE %(key_counts)s AND state IN ('claimed', 'running')
+      AND concurrency_key IN (SELECT concurrency_key FROM c WHERE concurrency_key IS NOT NULL)
+    GROUP BY concurrency_key
+)
+SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
+       c.breaker_key, held.key_running, held.key_limit
+FROM c LEFT JOIN held ON held.concurrency_key = c.concurrency_key
+ORDER BY c.sort_at, c.id;
 
 -- name: claim_ids
-WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
+-- The chosen runs, and in the same statement the rate log's rows for their starts:
+-- parallel arrays, one row per bucket (every start of a claim shares its instant),
+-- empty when no rate applies (ADR 0016).
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+recorded AS (
+    INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at, starts)
+    SELECT * FROM unnest(%(rate_scope)s::text[], %(rate_name)s::text[],
+                         %(rate_key)s::text[], %(rate_leaves_at)s::bigint[],
+                         %(rate_starts)s::integer[])
+)
 UPDATE rota_runs r
 SET state = 'claimed',
     attempt = r.attempt + 1,

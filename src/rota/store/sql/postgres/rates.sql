@@ -19,17 +19,19 @@ DELETE FROM rota_rates WHERE scope = %(scope)s AND name = %(name)s RETURNING nam
 SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 
 -- name: rate_usage
--- Forget starts whose window has passed (a data-modifying WITH runs whether or not it
--- is read), and: the starts still inside their window per bucket, and when the oldest
--- of them leaves it. One round trip of the claim.
-WITH gone AS (DELETE FROM rota_rate_starts WHERE leaves_at <= %(at)s)
-SELECT scope, name, rate_key, sum(starts) AS used, min(leaves_at) AS first_leaves_at
-FROM rota_rate_starts WHERE leaves_at > %(at)s
-GROUP BY scope, name, rate_key;
-
--- name: rate_record
--- Rows come as parallel arrays; one per bucket per claim (every start of a claim
--- shares its instant).
-INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at, starts)
-SELECT * FROM unnest(%(scope)s::text[], %(name)s::text[], %(rate_key)s::text[],
-                     %(leaves_at)s::bigint[], %(starts)s::integer[]);
+-- The claim's instant (the one claim_ids records as started_at) in whole microseconds,
+-- and the starts still inside their window per bucket with when the oldest of them
+-- leaves it; starts whose window has passed are forgotten on the way (a data-modifying
+-- WITH runs whether or not it is read). One round trip of the claim: always one row
+-- with the instant, bucket columns NULL when no start is live. EXTRACT gives an exact
+-- numeric, so at_micros is the instant micros() makes of started_at.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+claim AS (SELECT (EXTRACT(EPOCH FROM t.now) * 1000000)::bigint AS at_micros FROM t),
+gone AS (DELETE FROM rota_rate_starts WHERE leaves_at <= (SELECT at_micros FROM claim)),
+live AS (
+    SELECT scope, name, rate_key, sum(starts) AS used, min(leaves_at) AS first_leaves_at
+    FROM rota_rate_starts WHERE leaves_at > (SELECT at_micros FROM claim)
+    GROUP BY scope, name, rate_key
+)
+SELECT claim.at_micros, live.scope, live.name, live.rate_key, live.used, live.first_leaves_at
+FROM claim LEFT JOIN live ON true;

@@ -82,30 +82,75 @@ WHERE state IN ('claimed', 'running')
 GROUP BY queue, handler, concurrency_key;
 
 -- name: limited_candidates
--- Runs some limit applies to, per queue in priority order, skipping groups already full.
-SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit, r.rate_key,
-       r.breaker_key
-FROM json_each(:queues) AS q, rota_runs AS r NOT INDEXED  -- by rowid, as in claim
-WHERE r.id IN (
-    SELECT id FROM rota_runs
-    WHERE state IN ('pending', 'retrying') AND queue = q.value AND run_at <= :now
-      AND (concurrency_key IS NOT NULL
-           OR handler IN (SELECT value FROM json_each(:limited_handlers))
-           OR q.value IN (SELECT value FROM json_each(:limited_queues)) OR :global_limit)
-      AND (concurrency_key IS NULL
-           OR concurrency_key NOT IN (SELECT value FROM json_each(:full_keys)))
-      AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
-      AND id NOT IN (SELECT value FROM json_each(:chosen))
-      AND (tags IS NULL OR NOT EXISTS (
-          SELECT 1 FROM json_each(rota_runs.tags)
-          WHERE value NOT IN (SELECT value FROM json_each(:tags))))
-      AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
-    ORDER BY sort_at, id
-    LIMIT :window)
-ORDER BY r.sort_at, r.id
-LIMIT :window;
+-- Runs some limit applies to (every due run when everything is set: the plain claim was
+-- skipped, see ADR 0016), per queue in priority order, skipping groups already full.
+-- With key_counts, each keyed row also carries what runs now of its key (count and
+-- smallest limit, for the keys in the window only): when no queue, handler or global
+-- limit is set, keys are all that count, and this replaces a GROUP BY over every held
+-- run.
+WITH c AS (
+    SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit, r.rate_key,
+           r.breaker_key, r.sort_at
+    FROM json_each(:queues) AS q, rota_runs AS r NOT INDEXED  -- by rowid, as in claim
+    -- Unkeyed and keyed runs apart, each a range scan of its own partial index that
+    -- stops after a window of matches (one scan with neither condition read every due
+    -- run and sorted them, under the lock, on every limited claim).
+    WHERE r.id IN (
+        SELECT id FROM (
+            SELECT id FROM rota_runs INDEXED BY rota_runs_claimable
+            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
+              AND queue = q.value AND run_at <= :now
+              AND (handler IN (SELECT value FROM json_each(:limited_handlers))
+                   OR q.value IN (SELECT value FROM json_each(:limited_queues))
+                   OR :global_limit OR :everything)
+              AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
+              AND id NOT IN (SELECT value FROM json_each(:chosen))
+              AND (tags IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM json_each(rota_runs.tags)
+                  WHERE value NOT IN (SELECT value FROM json_each(:tags))))
+              AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
+            ORDER BY sort_at, id
+            LIMIT :window)
+        UNION ALL
+        SELECT id FROM (
+            SELECT id FROM rota_runs INDEXED BY rota_runs_claimable_keyed
+            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+              AND queue = q.value AND run_at <= :now
+              AND concurrency_key NOT IN (SELECT value FROM json_each(:full_keys))
+              AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
+              AND id NOT IN (SELECT value FROM json_each(:chosen))
+              AND (tags IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM json_each(rota_runs.tags)
+                  WHERE value NOT IN (SELECT value FROM json_each(:tags))))
+              AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
+            ORDER BY sort_at, id
+            LIMIT :window))
+    ORDER BY r.sort_at, r.id
+    LIMIT :window
+),
+held AS (
+    SELECT concurrency_key, count(*) AS key_running, min(concurrency_limit) AS key_limit
+    FROM rota_runs
+    WHERE :key_counts AND state IN ('claimed', 'running')
+      AND concurrency_key IN (SELECT concurrency_key FROM c WHERE concurrency_key IS NOT NULL)
+    GROUP BY concurrency_key
+)
+SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
+       c.breaker_key, held.key_running, held.key_limit
+FROM c LEFT JOIN held ON held.concurrency_key = c.concurrency_key
+ORDER BY c.sort_at, c.id;
 
 -- name: claim_ids
+-- The chosen runs, and in the same call the rate log's rows for their starts: parallel
+-- arrays, one row per bucket (every start of a claim shares its instant), empty when no
+-- rate applies (ADR 0016).
+INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at, starts)
+SELECT s.value, n.value, k.value, l.value, c.value
+FROM json_each(:rate_scope) AS s
+JOIN json_each(:rate_name) AS n ON n.key = s.key
+JOIN json_each(:rate_key) AS k ON k.key = s.key
+JOIN json_each(:rate_leaves_at) AS l ON l.key = s.key
+JOIN json_each(:rate_starts) AS c ON c.key = s.key;
 UPDATE rota_runs
 SET state = 'claimed',
     attempt = attempt + 1,

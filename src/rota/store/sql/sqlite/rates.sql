@@ -18,14 +18,16 @@ DELETE FROM rota_rates WHERE scope = :scope AND name = :name RETURNING name;
 SELECT :now AS now;
 
 -- name: rate_usage
--- Forget starts whose window has passed, then: the starts still inside their window
--- per bucket, and when the oldest of them leaves it. One round trip of the claim.
-DELETE FROM rota_rate_starts WHERE leaves_at <= :at;
-SELECT scope, name, rate_key, sum(starts) AS used, min(leaves_at) AS first_leaves_at
-FROM rota_rate_starts WHERE leaves_at > :at
-GROUP BY scope, name, rate_key;
-
--- name: rate_record
--- One row per bucket per claim: every start of a claim shares its instant.
-INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at, starts)
-VALUES (:scope, :name, :rate_key, :leaves_at, :starts);
+-- The claim's instant in whole microseconds (CAST truncates as micros() floors: the same
+-- double times the same integer), and: forget starts whose window has passed, then the
+-- starts still inside their window per bucket with when the oldest of them leaves it.
+-- One round trip of the claim: always one row with the instant, bucket columns NULL
+-- when no start is live.
+DELETE FROM rota_rate_starts WHERE leaves_at <= CAST(:now * 1000000 AS INTEGER);
+SELECT claim.at_micros, live.scope, live.name, live.rate_key, live.used, live.first_leaves_at
+FROM (SELECT CAST(:now * 1000000 AS INTEGER) AS at_micros) AS claim
+LEFT JOIN (
+    SELECT scope, name, rate_key, sum(starts) AS used, min(leaves_at) AS first_leaves_at
+    FROM rota_rate_starts WHERE leaves_at > CAST(:now * 1000000 AS INTEGER)
+    GROUP BY scope, name, rate_key
+) AS live ON 1;
