@@ -116,8 +116,6 @@ async def record_outcomes(
         failed = is_failure(outcome.attempt_outcome)
         if failed is not None:
             judged.append(((r["handler"], r["breaker_key"] or ""), failed, r["id"]))
-    if judged and not any(failed for _, failed, _ in judged):
-        judged = await _drop_quiet(session, judged, rules)
     if not judged:
         return []
     now = await _now(session)
@@ -131,29 +129,6 @@ async def record_outcomes(
                 await session.rows("breaker_opened_event", _opened_event(transition, run_id))
     await _save(session, [rows[ident] for ident in {i: 0 for i, _, _ in judged}], transitions)
     return transitions
-
-
-async def _drop_quiet(
-    session: Session, judged: list[tuple[Ident, bool, int]], rules: Mapping[str, Breaker]
-) -> list[tuple[Ident, bool, int]]:
-    """Only successes: drop those that change nothing (a closed breaker with no streak,
-    of a rule without a failure rate), after a plain read, so the common case costs
-    completions no contention on the breaker row. (A failure committed meanwhile by
-    another completion is then ordered after it.) A rule with a failure rate counts
-    every outcome, so its successes always lock and write the row."""
-    handlers = sorted({h for (h, _), _, _ in judged})
-    found = await session.rows("breakers_of", {"handlers": handlers})
-    quiet = {
-        (r["handler"], r["breaker_key"])
-        for r in found
-        if r["state"] == BreakerState.CLOSED.value and r["failures"] == 0
-    }
-    seen = {(r["handler"], r["breaker_key"]) for r in found}
-    return [
-        (ident, failed, run_id)
-        for ident, failed, run_id in judged
-        if rules[ident[0]].failure_rate is not None or (ident in seen and ident not in quiet)
-    ]
 
 
 def _opened_event(transition: Transition, run_id: int) -> dict[str, Any]:

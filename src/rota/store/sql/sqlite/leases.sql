@@ -10,6 +10,27 @@ WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
 RETURNING id, cancel_requested, lease_expires_at;
 
 -- name: complete
+-- The attempt row is written first, and only where the fence holds: the two statements
+-- after it act only where it was (an attempt row under a fence that still holds can be
+-- only this one), so each condition is written once.
+-- With :judge_breakers, an outcome a circuit breaker must judge is left out, for the
+-- caller to write with the breaker's move in one transaction (ADR 0016): a failure
+-- (domain/breakers.py is_failure) of a handler with a rule, and a success unless it
+-- changes nothing (no rate counted, the breaker closed with no streak).
+INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                           outcome, error)
+SELECT id, fence, attempt, worker_id, started_at, :now, :outcome, :error
+FROM rota_runs r
+WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+  AND NOT (:judge_breakers AND (
+      (:outcome IN ('failed', 'timed_out')
+       AND r.handler IN (SELECT handler FROM rota_breaker_rules))
+      OR (:outcome = 'succeeded'
+          AND (r.handler IN (SELECT handler FROM rota_breaker_rules
+                             WHERE failure_rate IS NOT NULL)
+               OR (r.handler, COALESCE(r.breaker_key, '')) IN (
+                   SELECT handler, breaker_key FROM rota_breakers
+                   WHERE state <> 'closed' OR failures > 0)))));
 -- The webhook outbox, in this same transaction (webhooks.sql, ADR 0017); the CASE is
 -- domain/webhooks.py EVENT_OF_RUN_STATE. The EXISTS guard makes it nearly free when
 -- nothing is subscribed.
@@ -24,17 +45,13 @@ FROM (SELECT :state AS state,
                          WHEN 'dead_lettered' THEN 'run.dead_lettered'
                          END AS event_type) e
 JOIN rota_runs r ON r.id = :id AND r.fence = :fence AND r.state IN ('claimed', 'running')
+JOIN rota_attempts a ON a.run_id = r.id AND a.fence = r.fence
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
  AND s.event_types LIKE '%,' || e.event_type || ',%'
  AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
 WHERE e.event_type IS NOT NULL
   AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
-INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
-                           outcome, error)
-SELECT id, fence, attempt, worker_id, started_at, :now, :outcome, :error
-FROM rota_runs
-WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
 UPDATE rota_runs
 -- domain/settle.py completed_state: a cancel request outranks a retry.
 SET state = CASE WHEN :state = 'retrying' AND cancel_requested THEN 'cancelled' ELSE :state END,
@@ -50,6 +67,7 @@ SET state = CASE WHEN :state = 'retrying' AND cancel_requested THEN 'cancelled' 
     run_at = CASE WHEN :retry_delay IS NULL THEN run_at ELSE :now + :retry_delay END,
     finished_at = CASE WHEN :state = 'retrying' AND NOT cancel_requested THEN NULL ELSE :now END
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running')
+  AND EXISTS (SELECT 1 FROM rota_attempts WHERE run_id = :id AND fence = :fence)
 RETURNING id, handler, breaker_key;
 
 -- name: recorded_outcomes
