@@ -24,6 +24,7 @@ from rota.domain.breakers import (
 )
 from rota.domain.rates import micros
 from rota.domain.runs import Outcome
+from rota.domain.webhooks import EVENT_OF_BREAKER_MOVE
 from rota.errors import InvalidArgument
 from rota.store.core.base import CoreBase
 from rota.store.core.recent import Recent
@@ -125,20 +126,27 @@ async def record_outcomes(
         rows[ident], transition = on_outcome(rows[ident], rules[ident[0]], failed, now)
         if transition is not None:
             transitions.append(transition)
-            if transition.to_state is BreakerState.OPEN:
-                await session.rows("breaker_opened_event", _opened_event(transition, run_id))
+            await _announce(session, transition, run_id)
     await _save(session, [rows[ident] for ident in {i: 0 for i, _, _ in judged}], transitions)
     return transitions
 
 
-def _opened_event(transition: Transition, run_id: int) -> dict[str, Any]:
-    """The breaker.opened outbox rows' parameters: the run whose outcome opened it
-    gives the namespace, queue and attempt subscriptions filter on."""
-    return {
+async def _announce(session: Session, transition: Transition, run_id: int | None) -> None:
+    """Write breaker.opened / breaker.closed to the webhook outbox, on the session that
+    records the transition (so in its transaction). The run whose outcome moved it
+    gives the namespace, queue and attempt subscriptions filter on; an operator's reset
+    (``run_id`` None) names the breaker's latest run instead."""
+    event = EVENT_OF_BREAKER_MOVE.get((transition.from_state, transition.to_state))
+    if event is None:
+        return
+    params = {
+        "event_type": event.value,
         "run_id": run_id,
+        "handler": transition.handler,
         "breaker_key": transition.key or "",
         "cause": transition.cause,
     }
+    await session.rows("breaker_event", params)
 
 
 def rules_of(rows: Sequence[Row]) -> dict[str, Breaker]:
@@ -218,6 +226,7 @@ class CoreBreakers(CoreBase):
             now_us = await _now(session)
             transition = Transition(handler, key, row.state, BreakerState.CLOSED, now_us, cause)
             await _save(session, [closed], [transition])
+            await _announce(session, transition, None)
             return closed
 
         self._tripped.forget()
