@@ -1,9 +1,11 @@
 """The one SQL store: circuit breakers (ADR 0016).
 
-A breaker's row changes in exactly two transactions: the completion that records an
-attempt's outcome (:func:`record_outcomes`, called by ``complete_in`` on the same
-session) and the serialised limited claim (:meth:`CoreBreakers._breaker_view` /
-:meth:`CoreBreakers._save_view`). The rules themselves are in ``rota.domain.breakers``.
+A breaker's row changes in exactly three transactions: the completion that records an
+attempt's outcome a breaker must judge (:func:`record_outcomes`, called on the same
+session by ``store/core/runs.py``; a success that moves nothing never gets here: the
+``complete`` statement writes it alone), the serialised limited claim
+(:meth:`CoreBreakers._breaker_view` / :meth:`CoreBreakers._save_view`), and an
+operator's reset. The rules themselves are in ``rota.domain.breakers``.
 """
 
 from __future__ import annotations
