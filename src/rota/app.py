@@ -497,8 +497,9 @@ class App:
         return self._stores.use(services.list_rates)
 
     def list_breakers(self) -> list[BreakerRow]:
-        """Every circuit breaker that has seen an outcome: state, streak and cause."""
-        return self._stores.use(services.list_breakers)
+        """Every circuit breaker that has seen an outcome: state, streak, cause and the
+        current failure-rate window's outcomes."""
+        return self._stores.use(services.list_breakers, self.clock)
 
     def reset_breaker(self, handler: str, key: str = "") -> BreakerRow:
         """Close a breaker now (recorded as a transition with that cause)."""

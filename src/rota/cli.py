@@ -216,13 +216,15 @@ def breakers() -> None:
 @breakers.command("list")
 @db_option
 def list_breakers(db: str | None) -> None:
-    """Every breaker: its state, failures in a row, and the cause of its last change."""
-    found = _run(lambda: _with_store(_settings(db), services.list_breakers))
-    table = Table("handler", "key", "state", "failures", "probes left", "cause")
+    """Every breaker: its state, failures in a row, the current failure-rate window's
+    outcomes (failed / all), and the cause of its last change."""
+    clock = SystemClock()
+    found = _run(lambda: _with_store(_settings(db), lambda s: services.list_breakers(s, clock)))
+    table = Table("handler", "key", "state", "failures", "window", "probes left", "cause")
     for b in found:
-        table.add_row(
-            b.handler, b.key, b.state.value, str(b.failures), str(b.probes_left), b.cause or ""
-        )
+        window = f"{b.window_failures}/{b.window_calls}" if b.window_started_at else "-"
+        state, probes = b.state.value, str(b.probes_left)
+        table.add_row(b.handler, b.key, state, str(b.failures), window, probes, b.cause or "")
     console.print(table)
 
 

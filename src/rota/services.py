@@ -25,9 +25,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from rota.clock import Clock
-from rota.domain.breakers import Breaker, BreakerRow, Transition
+from rota.domain.breakers import Breaker, BreakerRow, Transition, as_of
 from rota.domain.limits import Limit
-from rota.domain.rates import RateLimit
+from rota.domain.rates import RateLimit, micros
 from rota.domain.runs import (
     Attempt,
     LogLine,
@@ -390,9 +390,13 @@ async def clear_limit(store: Store, scope: str, name: str) -> None:
         raise InvalidArgument("limit", f"{scope}:{name}", "an existing limit (see list_limits)")
 
 
-async def list_breakers(store: Store) -> list[BreakerRow]:
-    """Every circuit breaker that has seen an outcome, with its state and why."""
-    return await store.list_breakers()
+async def list_breakers(store: Store, clock: Clock) -> list[BreakerRow]:
+    """Every circuit breaker that has seen an outcome, with its state and why, and the
+    outcomes of its current failure-rate window (none once the window has passed)."""
+    rows = await store.list_breakers()
+    rules = await store.breaker_rules()
+    now = micros(clock.now())
+    return [as_of(row, rules.get(row.handler), now) for row in rows]
 
 
 async def breaker_transitions(store: Store, limit: int = 50) -> list[Transition]:

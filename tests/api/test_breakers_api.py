@@ -71,3 +71,23 @@ async def test_runs_enqueued_over_the_api_carry_their_breaker_key(
     assert held.json()["run_id"] not in claimed
     bad = await client.post("/api/v1/runs", json={**body, "rate_key": "no spaces"}, headers=admin)
     assert bad.status_code == 422
+
+
+async def test_the_current_failure_rate_window_is_listed(
+    rota_app: rota.App, client: httpx.AsyncClient, auth: Token
+) -> None:
+    store = await rota_app.store()
+    await store.set_breaker_rule("report", Breaker(failure_rate=0.5, min_calls=10, window=3600))
+    for state, outcome in (
+        (RunState.FAILED, AttemptOutcome.FAILED),
+        (RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED),
+        (RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED),
+    ):
+        await store.enqueue([NewRun("report", "{}")], None)
+        [run] = await store.claim(ClaimRequest("w", ("default",), 1, 30.0, ()), None)
+        await store.complete([Outcome(run.run_id, run.fence, state, outcome)], None)
+    listed = await client.get("/api/v1/breakers", headers=auth(scopes=("jobs:read",)))
+    [breaker] = listed.json()["items"]
+    assert (breaker["state"], breaker["cause"]) == ("closed", None)
+    assert (breaker["window_calls"], breaker["window_failures"]) == (3, 1)
+    assert breaker["window_started_at"] is not None

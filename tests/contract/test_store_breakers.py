@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 from rota.domain.breakers import Breaker, BreakerState
+from rota.domain.runs import ClaimedRun, Outcome
 from rota.domain.states import AttemptOutcome, RunState
 from rota.store.port import ClaimRequest, Store
+from rota.store.sql_store import SqlStore
 
-from .support import T0, at, enqueue_one, finished, peers, retrying, succeeded
+from .support import T0, at, claim, enqueue_one, finished, peers, retrying, succeeded
 
 RULE = Breaker(failures=5, window=60, cool_down=30, probes=1)
 
@@ -164,3 +170,95 @@ async def test_a_fail_fast_handler_fails_its_runs_at_once_without_an_attempt(
     later = await enqueue_one(store, T0, breaker_key="host-a")
     [probe] = await store.claim(_request(10), at(40))
     assert probe.run_id == later, "after the cool-down a probe goes through as usual"
+
+
+def _transactions(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the transactions the store opens (each still runs on the real database):
+    the cost of a completion, as a count rather than a time."""
+    assert isinstance(store, SqlStore)
+    opened = [0]
+    real = store._d.in_transaction
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        opened[0] += 1
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store._d, "in_transaction", counted)
+    return opened
+
+
+async def _complete_one(
+    store: Store, second: float, outcome: Callable[[ClaimedRun], Outcome], handler: str = "job"
+) -> set[int]:
+    run_id = await enqueue_one(store, at(second), handler=handler)
+    [claimed] = await claim(store, at(second))
+    assert claimed.run_id == run_id
+    return await store.complete([outcome(claimed)], at(second))
+
+
+def _failed(claimed: ClaimedRun) -> Outcome:
+    return finished(claimed, RunState.FAILED, AttemptOutcome.FAILED)
+
+
+def _cancelled(claimed: ClaimedRun) -> Outcome:
+    return finished(claimed, RunState.CANCELLED, AttemptOutcome.CANCELLED)
+
+
+async def test_only_what_moves_a_breaker_costs_a_transaction(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A success on a closed breaker with no streak (and no rate to count) moves nothing:
+    the one completion statement writes it. A failure, the success that ends a streak
+    and a rate rule's success are written with the breaker's move in a transaction."""
+    await store.set_breaker_rule("job", Breaker(failures=3))
+    await store.set_breaker_rule("rated", Breaker(failure_rate=0.5, min_calls=10))
+    opened = _transactions(store, monkeypatch)
+    steps: list[tuple[Callable[[ClaimedRun], Outcome], str, int, int]] = [
+        # (outcome, handler, transactions it opens, the job breaker's failures after)
+        (succeeded, "job", 0, 0),  # no breaker row yet: nothing to move
+        (_failed, "job", 1, 1),
+        (succeeded, "job", 1, 0),  # ends the streak
+        (succeeded, "job", 0, 0),
+        (_cancelled, "job", 0, 0),  # says nothing about the dependency
+        (succeeded, "plain", 0, 0),  # no rule
+        (succeeded, "rated", 1, 0),  # the rate counts every outcome
+    ]
+    for second, (outcome, handler, transactions, failures) in enumerate(steps):
+        before = opened[0]
+        assert len(await _complete_one(store, second, outcome, handler)) == 1, "written"
+        assert opened[0] - before == transactions, (second, outcome, handler)
+        rows = {(b.handler, b.key): b for b in await store.list_breakers()}
+        job = rows.get(("job", ""))
+        assert (0 if job is None else job.failures) == failures, (second, handler)
+    rated = {b.handler: b for b in await store.list_breakers()}["rated"]
+    assert (rated.window_calls, rated.window_failures) == (1, 0)
+
+
+async def test_a_batch_writes_its_quiet_successes_at_once_and_judges_the_rest(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.set_breaker_rule("job", Breaker(failures=2))
+    for _ in range(3):
+        await enqueue_one(store, T0)
+    first, second, third = await claim(store, at(1), limit=3)
+    opened = _transactions(store, monkeypatch)
+    outcomes = [succeeded(first), _failed(second), succeeded(third)]
+    written = await store.complete(outcomes, at(2))
+    assert written == {first.run_id, second.run_id, third.run_id}
+    assert opened[0] == 1, "one transaction, for the failure only"
+    [row] = await store.list_breakers()
+    assert (row.state, row.failures) == (BreakerState.CLOSED, 1)
+
+
+async def test_a_success_on_an_open_breaker_is_judged_and_closes_it(store: Store) -> None:
+    """A run claimed before its breaker opened that then succeeds is not a quiet success:
+    the rules close the breaker (the dependency works), recorded with its cause."""
+    await store.set_breaker_rule("job", Breaker(failures=1, cool_down=30))
+    for _ in range(2):
+        await enqueue_one(store, T0)
+    early, late = await claim(store, at(1), limit=2)
+    await store.complete([_failed(early)], at(2))
+    assert await _state(store) is BreakerState.OPEN
+    assert await store.complete([succeeded(late)], at(3)) == {late.run_id}
+    assert await _state(store) is BreakerState.CLOSED
+    assert (await store.breaker_transitions(1))[0].cause == "a probe succeeded"

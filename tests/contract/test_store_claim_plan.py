@@ -105,6 +105,7 @@ async def test_lease_writes_look_runs_up_by_id(pg_clean: str, query: str) -> Non
             "retry_delay": "array_fill(NULL::float8, ARRAY[100])",
             "lease_seconds": "30",
             "attempt_error": "'released'",
+            "judge_breakers": "true",  # a breaker rule exists: the guard is planned too
         }
         args = ", ".join(values[name] for name in order)
         cur = await conn.execute(f"EXPLAIN EXECUTE lease_write({args})")

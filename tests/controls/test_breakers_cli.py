@@ -50,3 +50,27 @@ def test_resetting_an_unknown_breaker_names_it(db_url: str) -> None:
     result = _rota(db_url, "breakers", "reset", "nope")
     assert result.exit_code != 0
     assert "nope" in result.output
+
+
+async def _count(db_url: str) -> None:
+    """One failure and one success of 'charge' under a failure-rate rule: 1 of 2."""
+    store = await open_store(Settings(database_url=db_url))
+    try:
+        await store.set_breaker_rule("charge", Breaker(failure_rate=0.5, window=3600))
+        for state, outcome in (
+            (RunState.FAILED, AttemptOutcome.FAILED),
+            (RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED),
+        ):
+            await store.enqueue([NewRun("charge", "{}")], None)
+            [run] = await store.claim(ClaimRequest("w", ("default",), 1, 30.0, ()), None)
+            await store.complete([Outcome(run.run_id, run.fence, state, outcome)], None)
+    finally:
+        await store.close()
+
+
+def test_the_list_shows_the_current_failure_rate_window(db_url: str) -> None:
+    asyncio.run(_count(db_url))
+    listed = _rota(db_url, "breakers", "list")
+    assert listed.exit_code == 0, listed.output
+    assert "window" in listed.output
+    assert "1/2" in listed.output, listed.output

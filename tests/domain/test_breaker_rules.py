@@ -14,6 +14,7 @@ from rota.domain.breakers import (
     BreakerState,
     BreakerView,
     WhenOpen,
+    as_of,
     on_outcome,
 )
 from rota.errors import InvalidArgument
@@ -159,3 +160,40 @@ def test_when_open_takes_the_words_and_the_view_says_why() -> None:
         "(1 consecutive failures within 60s): failed fast, no attempt made"
     )
     assert not BreakerView({"pay": Breaker()}, now=0).fails_fast("pay")
+
+
+STREAK_RULES = st.builds(
+    Breaker,
+    failures=st.integers(1, 5),
+    window=st.sampled_from([1.0, 10.0]),
+    failure_rate=st.sampled_from([None, None, 0.5]),
+    min_calls=st.integers(1, 5),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(STREAK_RULES, OUTCOMES, st.integers(0, 30 * MICROS))
+def test_a_success_changes_nothing_exactly_when_the_complete_statement_skips_it(
+    rule: Breaker, outcomes: list[tuple[int, bool]], gap: int
+) -> None:
+    """The complete statement (sql/*/leases.sql) writes a success of a breaker's handler
+    without the breaker's transaction when no rate is counted and the breaker is closed
+    with no streak. That must be exactly when the rules leave the breaker as it is."""
+    row, now = BreakerRow("job", ""), 10**15
+    for step_gap, failed in outcomes:
+        now += step_gap
+        row, _ = on_outcome(row, rule, failed, now)
+        skipped = (
+            rule.failure_rate is None and row.state is BreakerState.CLOSED and row.failures == 0
+        )
+        after, moved = on_outcome(row, rule, False, now + gap)
+        assert (after == row and moved is None) == skipped
+
+
+def test_a_window_that_passed_reads_as_empty() -> None:
+    rule = Breaker(failure_rate=0.5, window=10, min_calls=4)
+    row, _ = on_outcome(BreakerRow("job", ""), rule, True, 0)
+    assert as_of(row, rule, 9 * MICROS) == row
+    empty = as_of(row, rule, 10 * MICROS)
+    assert (empty.window_started_at, empty.window_calls, empty.window_failures) == (None, 0, 0)
+    assert as_of(row, None, 0).window_calls == 0, "without its rule there is no window"

@@ -77,7 +77,8 @@ export interface paths {
         };
         /**
          * List Breakers
-         * @description Every breaker that has seen an outcome, and the newest transitions.
+         * @description Every breaker that has seen an outcome (state, cause, the current failure-rate
+         *     window's outcomes), and the newest transitions.
          */
         get: operations["list_breakers"];
         put?: never;
@@ -1145,6 +1146,21 @@ export interface components {
             /** Probes Left */
             probes_left: number;
             state: components["schemas"]["BreakerState"];
+            /**
+             * Window Calls
+             * @description Outcomes counted in the current window.
+             */
+            window_calls: number;
+            /**
+             * Window Failures
+             * @description Failed outcomes among them.
+             */
+            window_failures: number;
+            /**
+             * Window Started At
+             * @description When the current failure-rate window began (null: no outcome in a window now, or the rule counts no rate).
+             */
+            window_started_at: string | null;
         };
         /**
          * BreakerState
@@ -1381,7 +1397,7 @@ export interface components {
          * EventType
          * @enum {string}
          */
-        EventType: "run.succeeded" | "run.failed" | "run.dead_lettered" | "workflow.finished" | "breaker.opened";
+        EventType: "run.succeeded" | "run.failed" | "run.dead_lettered" | "workflow.finished" | "breaker.opened" | "breaker.closed";
         /** FieldProblem */
         FieldProblem: {
             /** Field */

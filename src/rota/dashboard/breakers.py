@@ -47,7 +47,7 @@ class TransitionLine:
 @router.get("/breakers", name="breakers")
 async def breakers(request: Request, session: Viewer) -> HTMLResponse:
     store = await dashboard(request).store()
-    rows = await services.list_breakers(store)
+    rows = await services.list_breakers(store, dashboard(request).api.clock)
     moves = await services.breaker_transitions(store, TRANSITIONS_SHOWN)
     return page(
         request,

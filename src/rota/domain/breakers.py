@@ -96,6 +96,20 @@ class BreakerRow:
     window_failures: int = 0
 
 
+def as_of(row: BreakerRow, rule: Breaker | None, now: int) -> BreakerRow:
+    """``row`` as an operator should read it at ``now``: a failure-rate window that has
+    passed counts nothing any more (the next outcome starts a new one), so its counts
+    and start are cleared; without a rate (or a rule) there is no window."""
+    started = row.window_started_at
+    if rule is None or rule.failure_rate is None or started is None:
+        passed = True
+    else:
+        passed = now - started >= int(rule.window * MICROS)
+    if passed:
+        return replace(row, window_started_at=None, window_calls=0, window_failures=0)
+    return row
+
+
 @dataclass(frozen=True)
 class Transition:
     handler: str

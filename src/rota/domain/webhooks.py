@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from rota.domain.breakers import BreakerState
 from rota.domain.runs import check_name
 from rota.errors import InvalidArgument, RotaError
 
@@ -29,6 +30,9 @@ class EventType(StrEnum):
     # A circuit breaker opened (or reopened after a failed probe); written with the
     # transition, naming the run whose outcome opened it.
     BREAKER_OPENED = "breaker.opened"
+    # A circuit breaker that was open or half-open closed: a probe (or a straggler run)
+    # succeeded, or an operator reset it; written with the transition.
+    BREAKER_CLOSED = "breaker.closed"
 
 
 # The run states that cause an event. The completion and reap SQL (sql/*/leases.sql)
@@ -39,6 +43,15 @@ EVENT_OF_RUN_STATE: dict[str, EventType] = {
     "failed": EventType.RUN_FAILED,
     "timed_out": EventType.RUN_FAILED,
     "dead_lettered": EventType.RUN_DEAD_LETTERED,
+}
+# The breaker transitions that cause an event: every opening (from closed, or a
+# failed probe reopening it) and every close of a breaker that was not closed. The
+# claim's move to half-open and a reset of a closed breaker cause none.
+EVENT_OF_BREAKER_MOVE: dict[tuple[BreakerState, BreakerState], EventType] = {
+    (BreakerState.CLOSED, BreakerState.OPEN): EventType.BREAKER_OPENED,
+    (BreakerState.HALF_OPEN, BreakerState.OPEN): EventType.BREAKER_OPENED,
+    (BreakerState.OPEN, BreakerState.CLOSED): EventType.BREAKER_CLOSED,
+    (BreakerState.HALF_OPEN, BreakerState.CLOSED): EventType.BREAKER_CLOSED,
 }
 SECRET_PREFIX = "whsec_"  # noqa: S105 - the Standard Webhooks prefix, not a secret
 SECRET_BYTES = 32

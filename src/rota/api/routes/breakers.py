@@ -34,6 +34,12 @@ class BreakerOut(BaseModel):
     probes_left: int
     opened_at: datetime | None
     cause: str | None = Field(description="Why it last changed state.")
+    window_started_at: datetime | None = Field(
+        description="When the current failure-rate window began (null: no outcome in a "
+        "window now, or the rule counts no rate)."
+    )
+    window_calls: int = Field(description="Outcomes counted in the current window.")
+    window_failures: int = Field(description="Failed outcomes among them.")
 
     @classmethod
     def of(cls, row: BreakerRow) -> BreakerOut:
@@ -45,6 +51,9 @@ class BreakerOut(BaseModel):
             probes_left=row.probes_left,
             opened_at=None if row.opened_at is None else _at(row.opened_at),
             cause=row.cause,
+            window_started_at=None if row.window_started_at is None else _at(row.window_started_at),
+            window_calls=row.window_calls,
+            window_failures=row.window_failures,
         )
 
 
@@ -76,11 +85,13 @@ class BreakerList(BaseModel):
 @router.get("/breakers", responses=responses(*AUTHENTICATED))
 async def list_breakers(
     principal: Reader,
+    context: Context,
     store: StoreDep,
     transitions: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> BreakerList:
-    """Every breaker that has seen an outcome, and the newest transitions."""
-    rows = await services.list_breakers(store)
+    """Every breaker that has seen an outcome (state, cause, the current failure-rate
+    window's outcomes), and the newest transitions."""
+    rows = await services.list_breakers(store, context.clock)
     moves = await services.breaker_transitions(store, transitions)
     return BreakerList(
         items=[BreakerOut.of(r) for r in rows], transitions=[TransitionOut.of(t) for t in moves]

@@ -1,9 +1,11 @@
 """The one SQL store: circuit breakers (ADR 0016).
 
-A breaker's row changes in exactly two transactions: the completion that records an
-attempt's outcome (:func:`record_outcomes`, called by ``complete_in`` on the same
-session) and the serialised limited claim (:meth:`CoreBreakers._breaker_view` /
-:meth:`CoreBreakers._save_view`). The rules themselves are in ``rota.domain.breakers``.
+A breaker's row changes in exactly three transactions: the completion that records an
+attempt's outcome a breaker must judge (:func:`record_outcomes`, called on the same
+session by ``store/core/runs.py``; a success that moves nothing never gets here: the
+``complete`` statement writes it alone), the serialised limited claim
+(:meth:`CoreBreakers._breaker_view` / :meth:`CoreBreakers._save_view`), and an
+operator's reset. The rules themselves are in ``rota.domain.breakers``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from rota.domain.breakers import (
 )
 from rota.domain.rates import micros
 from rota.domain.runs import Outcome
+from rota.domain.webhooks import EVENT_OF_BREAKER_MOVE
 from rota.errors import InvalidArgument
 from rota.store.core.base import CoreBase
 from rota.store.core.recent import Recent
@@ -116,8 +119,6 @@ async def record_outcomes(
         failed = is_failure(outcome.attempt_outcome)
         if failed is not None:
             judged.append(((r["handler"], r["breaker_key"] or ""), failed, r["id"]))
-    if judged and not any(failed for _, failed, _ in judged):
-        judged = await _drop_quiet(session, judged, rules)
     if not judged:
         return []
     now = await _now(session)
@@ -127,43 +128,27 @@ async def record_outcomes(
         rows[ident], transition = on_outcome(rows[ident], rules[ident[0]], failed, now)
         if transition is not None:
             transitions.append(transition)
-            if transition.to_state is BreakerState.OPEN:
-                await session.rows("breaker_opened_event", _opened_event(transition, run_id))
+            await _announce(session, transition, run_id)
     await _save(session, [rows[ident] for ident in {i: 0 for i, _, _ in judged}], transitions)
     return transitions
 
 
-async def _drop_quiet(
-    session: Session, judged: list[tuple[Ident, bool, int]], rules: Mapping[str, Breaker]
-) -> list[tuple[Ident, bool, int]]:
-    """Only successes: drop those that change nothing (a closed breaker with no streak,
-    of a rule without a failure rate), after a plain read, so the common case costs
-    completions no contention on the breaker row. (A failure committed meanwhile by
-    another completion is then ordered after it.) A rule with a failure rate counts
-    every outcome, so its successes always lock and write the row."""
-    handlers = sorted({h for (h, _), _, _ in judged})
-    found = await session.rows("breakers_of", {"handlers": handlers})
-    quiet = {
-        (r["handler"], r["breaker_key"])
-        for r in found
-        if r["state"] == BreakerState.CLOSED.value and r["failures"] == 0
-    }
-    seen = {(r["handler"], r["breaker_key"]) for r in found}
-    return [
-        (ident, failed, run_id)
-        for ident, failed, run_id in judged
-        if rules[ident[0]].failure_rate is not None or (ident in seen and ident not in quiet)
-    ]
-
-
-def _opened_event(transition: Transition, run_id: int) -> dict[str, Any]:
-    """The breaker.opened outbox rows' parameters: the run whose outcome opened it
-    gives the namespace, queue and attempt subscriptions filter on."""
-    return {
+async def _announce(session: Session, transition: Transition, run_id: int | None) -> None:
+    """Write breaker.opened / breaker.closed to the webhook outbox, on the session that
+    records the transition (so in its transaction). The run whose outcome moved it
+    gives the namespace, queue and attempt subscriptions filter on; an operator's reset
+    (``run_id`` None) names the breaker's latest run instead."""
+    event = EVENT_OF_BREAKER_MOVE.get((transition.from_state, transition.to_state))
+    if event is None:
+        return
+    params = {
+        "event_type": event.value,
         "run_id": run_id,
+        "handler": transition.handler,
         "breaker_key": transition.key or "",
         "cause": transition.cause,
     }
+    await session.rows("breaker_event", params)
 
 
 def rules_of(rows: Sequence[Row]) -> dict[str, Breaker]:
@@ -243,6 +228,7 @@ class CoreBreakers(CoreBase):
             now_us = await _now(session)
             transition = Transition(handler, key, row.state, BreakerState.CLOSED, now_us, cause)
             await _save(session, [closed], [transition])
+            await _announce(session, transition, None)
             return closed
 
         self._tripped.forget()

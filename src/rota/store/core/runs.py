@@ -23,7 +23,7 @@ from rota.domain.states import RunState
 from rota.errors import InvalidTransition, RunNotFound
 from rota.store.core.breakers import CoreBreakers, record_outcomes, rules_of
 from rota.store.core.workflows import CoreWorkflows, release_after
-from rota.store.dialect import OneShot, Session
+from rota.store.dialect import OneShot, Row, Session
 
 
 def _in_lock_order(items: Sequence[Any]) -> list[Any]:
@@ -37,17 +37,12 @@ def _lease_items(leases: Sequence[Lease | Outcome]) -> list[dict[str, Any]]:
     return [{"id": lease.run_id, "fence": lease.fence} for lease in _in_lock_order(leases)]
 
 
-async def complete_in(
-    session: Session,
-    outcomes: Sequence[Outcome],
-    rules: Mapping[str, Breaker] | None = None,
-    moved: list[Transition] | None = None,
-    release: bool = True,
-) -> set[int]:
-    """Record outcomes whose fence still holds, on ``session``; the run ids written.
-    A handler's transaction commits its writes and its outcome this way. With breaker
-    ``rules`` (None: read them here), the breakers move on the same session; a workflow
-    step's children are released (or skipped) in the same transaction."""
+async def _write_outcomes(
+    session: Session, outcomes: Sequence[Outcome], judge_breakers: bool
+) -> list[Row]:
+    """The ``complete`` statement: outcomes whose fence still holds are written; with
+    ``judge_breakers``, not those a circuit breaker must judge (it leaves them for
+    :func:`_judged_in`). The rows written: id, handler, breaker_key."""
     items = [
         {
             "id": o.run_id,
@@ -60,13 +55,47 @@ async def complete_in(
         }
         for o in _in_lock_order(outcomes)
     ]
-    written = [row for row in await session.batch("complete", items) if row["id"] is not None]
+    shared = {"judge_breakers": judge_breakers}
+    return [row for row in await session.batch("complete", items, shared) if row["id"] is not None]
+
+
+def _left(outcomes: Sequence[Outcome], written: Sequence[Row]) -> list[Outcome]:
+    ids = {row["id"] for row in written}
+    return [o for o in outcomes if o.run_id not in ids]
+
+
+async def _judged_in(
+    session: Session,
+    outcomes: Sequence[Outcome],
+    rules: Mapping[str, Breaker],
+    moved: list[Transition] | None,
+) -> list[Row]:
+    """Write outcomes a breaker judges and move their breakers, on ``session`` (inside
+    a transaction: a crash loses both or neither)."""
+    written = await _write_outcomes(session, outcomes, judge_breakers=False)
+    transitions = await record_outcomes(session, written, outcomes, rules)
+    if moved is not None:
+        moved.extend(transitions)
+    return written
+
+
+async def complete_in(
+    session: Session,
+    outcomes: Sequence[Outcome],
+    rules: Mapping[str, Breaker] | None = None,
+    moved: list[Transition] | None = None,
+    release: bool = True,
+) -> set[int]:
+    """Record outcomes whose fence still holds, on ``session`` (inside a transaction);
+    the run ids written. A handler's transaction commits its writes and its outcome this
+    way. With breaker ``rules`` (None: read them here), the breakers move on the same
+    session; a workflow step's children are released (or skipped) in the same
+    transaction."""
     if rules is None:
         rules = rules_of(await session.rows("breaker_rules"))
-    if rules:
-        transitions = await record_outcomes(session, written, outcomes, rules)
-        if moved is not None:
-            moved.extend(transitions)
+    written = await _write_outcomes(session, outcomes, judge_breakers=bool(rules))
+    if rules and (left := _left(outcomes, written)):
+        written += await _judged_in(session, left, rules, moved)
     ids = {row["id"] for row in written}
     if release:
         await release_after(session, ids)
@@ -107,22 +136,38 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
         if not outcomes:
             return set()
         rules = await self._rules.get()
-        if not rules and not any(o.workflow_step for o in outcomes):
-            # The hot path: no breaker to move and no step to release, so one statement
-            # (the webhook outbox is inside it) and no transaction to open and commit.
-            return await complete_in(OneShot(self._d, now), outcomes, rules, release=False)
-        # One transaction: a breaker moves, and a workflow step's children are released,
-        # with the outcome that causes it, so neither can drift from the outcomes.
         moved: list[Transition] = []
-        # Only a step's outcome can release anything: a breaker handler's plain runs
-        # skip the workflow read (the hot path above trusts the same flag).
-        steps = any(o.workflow_step for o in outcomes)
-        written = await self._d.in_transaction(
-            now, lambda session: complete_in(session, outcomes, rules, moved, release=steps)
-        )
+        if any(o.workflow_step for o in outcomes):
+            # A step's children are released (or skipped) in the transaction that
+            # records its outcome, so they cannot drift from it.
+            written = await self._d.in_transaction(
+                now, lambda session: complete_in(session, outcomes, rules, moved)
+            )
+        else:
+            written = await self._complete_plain(outcomes, rules, moved, now)
         if moved:  # this process's next claim sees the new state at once
             self._tripped.forget()
         return written
+
+    async def _complete_plain(
+        self,
+        outcomes: Sequence[Outcome],
+        rules: Mapping[str, Breaker],
+        moved: list[Transition],
+        now: datetime | None,
+    ) -> set[int]:
+        """The hot path: one statement, no transaction to open and commit (the webhook
+        outbox is inside it). An outcome that moves nothing is written there even when
+        its handler has a breaker: a success on a closed breaker with no streak and no
+        rate to count (ADR 0016). What a breaker must judge (a failure, a success that
+        resets a streak, counts a rate or closes a half-open breaker) is left out by the
+        statement and written here with its breaker's move in one transaction."""
+        written = await _write_outcomes(OneShot(self._d, now), outcomes, bool(rules))
+        if rules and (left := _left(outcomes, written)):
+            written += await self._d.in_transaction(
+                now, lambda session: _judged_in(session, left, rules, moved)
+            )
+        return {row["id"] for row in written}
 
     async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:
         if not outcomes:

@@ -25,11 +25,6 @@ FROM rota_breakers ORDER BY handler, breaker_key;
 -- Handlers with a breaker open or half-open: their runs need the limited claim.
 SELECT DISTINCT handler FROM rota_breakers WHERE state <> 'closed';
 
--- name: breakers_of
--- Without a lock: does a success change anything?
-SELECT handler, breaker_key, state, failures FROM rota_breakers
-WHERE handler = ANY(%(handlers)s::text[]);
-
 -- name: breakers_locked
 -- The rows of these handlers, locked (in key order) to change in this transaction.
 SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause,

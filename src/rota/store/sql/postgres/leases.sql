@@ -50,6 +50,21 @@ done AS (
                            ELSE t.now END
     FROM input c, t
     WHERE r.id = c.id AND r.fence = c.fence AND r.state || '' IN ('claimed', 'running')
+      -- With judge_breakers, an outcome a circuit breaker must judge is left out, for
+      -- the caller to write with the breaker's move in one transaction (ADR 0016): a
+      -- failure (domain/breakers.py is_failure) of a handler with a rule, and a success
+      -- unless it changes nothing (no rate counted, the breaker closed with no streak).
+      -- The tables are read once each (arrays): subqueries here made the planner judge
+      -- a scan of every held run cheaper than the lookups by id (test_store_claim_plan).
+      AND NOT (%(judge_breakers)s::boolean AND (
+          (c.outcome IN ('failed', 'timed_out')
+           AND r.handler = ANY (ARRAY(SELECT handler FROM rota_breaker_rules)))
+          OR (c.outcome = 'succeeded'
+              AND (r.handler = ANY (ARRAY(SELECT handler FROM rota_breaker_rules
+                                          WHERE failure_rate IS NOT NULL))
+                   OR ROW(r.handler, COALESCE(r.breaker_key, '')) = ANY (ARRAY(
+                       SELECT ROW(handler, breaker_key) FROM rota_breakers
+                       WHERE state <> 'closed' OR failures > 0))))))
     RETURNING r.id, r.fence,
               CASE WHEN c.outcome = 'infrastructure' THEN r.attempt + 1 ELSE r.attempt END
                   AS attempt,

@@ -139,15 +139,17 @@ WHERE id IN (SELECT id FROM rota_webhook_deliveries
              ORDER BY id LIMIT %(limit)s)
 RETURNING id;
 
--- name: breaker_opened_event
--- breaker.opened, in the transaction that opened the breaker (store/core/breakers.py),
--- once per transition; the run whose outcome opened it names namespace and queue. Its
--- data document (event_data) is a run event's (Delivery.body) with the breaker added.
+-- name: breaker_event
+-- breaker.opened and breaker.closed, in the transaction that moved the breaker
+-- (store/core/breakers.py), once per transition. A run names namespace and queue: the
+-- one whose outcome moved it, or for an operator's reset (run_id NULL) the breaker's
+-- latest run. The data document (event_data) is a run event's (Delivery.body) with the
+-- breaker added.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
 INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
                                      queue, run_state, attempt, occurred_at, next_attempt_at,
                                      event_data)
-SELECT s.id, 'breaker.opened', r.id, r.namespace, r.handler, r.queue, r.state, r.attempt,
+SELECT s.id, %(event_type)s::text, r.id, r.namespace, r.handler, r.queue, r.state, r.attempt,
        t.now, t.now,
        jsonb_build_object('run_id', r.id, 'namespace', r.namespace, 'handler', r.handler,
                           'queue', r.queue, 'state', r.state, 'attempt', r.attempt,
@@ -156,6 +158,9 @@ SELECT s.id, 'breaker.opened', r.id, r.namespace, r.handler, r.queue, r.state, r
 FROM t, rota_runs r
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
- AND s.event_types LIKE '%%,breaker.opened,%%'
+ AND s.event_types LIKE '%%,' || %(event_type)s::text || ',%%'
  AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
-WHERE r.id = %(run_id)s;
+WHERE r.id = COALESCE(%(run_id)s::bigint,
+                      (SELECT max(id) FROM rota_runs
+                       WHERE handler = %(handler)s::text
+                         AND COALESCE(breaker_key, '') = %(breaker_key)s::text));

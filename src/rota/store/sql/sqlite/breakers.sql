@@ -25,11 +25,6 @@ FROM rota_breakers ORDER BY handler, breaker_key;
 -- Handlers with a breaker open or half-open: their runs need the limited claim.
 SELECT DISTINCT handler FROM rota_breakers WHERE state <> 'closed';
 
--- name: breakers_of
--- Without a lock: does a success change anything?
-SELECT handler, breaker_key, state, failures FROM rota_breakers
-WHERE handler IN (SELECT value FROM json_each(:handlers));
-
 -- name: breakers_locked
 -- The rows of these handlers, to change in this transaction (the writer lock holds
 -- them on SQLite; PostgreSQL locks the rows).

@@ -19,6 +19,30 @@ WHERE rota_runs.id = l.id AND rota_runs.fence = l.fence
 RETURNING id, cancel_requested, lease_expires_at;
 
 -- name: complete
+-- The attempt row is written first, and only where the fence holds: the two statements
+-- after it act only where it was (an attempt row under a fence that still holds can be
+-- only this one), so each condition is written once.
+-- With :judge_breakers, an outcome a circuit breaker must judge is left out, for the
+-- caller to write with the breaker's move in one transaction (ADR 0016): a failure
+-- (domain/breakers.py is_failure) of a handler with a rule, and a success unless it
+-- changes nothing (no rate counted, the breaker closed with no streak).
+INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
+                           outcome, error)
+SELECT r.id, r.fence, r.attempt, r.worker_id, r.started_at, :now, o.outcome, o.error
+FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence,
+             value ->> 'outcome' AS outcome, value ->> 'error' AS error
+      FROM json_each(:items)) AS o
+CROSS JOIN rota_runs r
+WHERE r.id = o.id AND r.fence = o.fence AND r.state IN ('claimed', 'running')
+  AND NOT (:judge_breakers AND (
+      (o.outcome IN ('failed', 'timed_out')
+       AND r.handler IN (SELECT handler FROM rota_breaker_rules))
+      OR (o.outcome = 'succeeded'
+          AND (r.handler IN (SELECT handler FROM rota_breaker_rules
+                             WHERE failure_rate IS NOT NULL)
+               OR (r.handler, COALESCE(r.breaker_key, '')) IN (
+                   SELECT handler, breaker_key FROM rota_breakers
+                   WHERE state <> 'closed' OR failures > 0)))));
 -- The webhook outbox, in this same transaction (webhooks.sql, ADR 0017); the CASE is
 -- domain/webhooks.py EVENT_OF_RUN_STATE. The EXISTS guard makes it nearly free when
 -- nothing is subscribed.
@@ -34,6 +58,7 @@ FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence, value ->> 'state'
                                     END AS event_type
       FROM json_each(:items)) AS e
 CROSS JOIN rota_runs r
+JOIN rota_attempts a ON a.run_id = r.id AND a.fence = r.fence
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
  AND s.event_types LIKE '%,' || e.event_type || ',%'
@@ -41,14 +66,6 @@ JOIN rota_webhook_subscriptions s
 WHERE r.id = e.id AND r.fence = e.fence AND r.state IN ('claimed', 'running')
   AND e.event_type IS NOT NULL
   AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
-INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
-                           outcome, error)
-SELECT r.id, r.fence, r.attempt, r.worker_id, r.started_at, :now, o.value ->> 'outcome',
-       o.value ->> 'error'
-FROM json_each(:items) AS o
-CROSS JOIN rota_runs r
-WHERE r.id = o.value ->> 'id' AND r.fence = o.value ->> 'fence'
-  AND r.state IN ('claimed', 'running');
 UPDATE rota_runs
 -- domain/settle.py completed_state: a cancel request outranks a retry.
 SET state = CASE WHEN o.state = 'retrying' AND cancel_requested THEN 'cancelled'
@@ -71,6 +88,8 @@ FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence, value ->> 'state'
       FROM json_each(:items)) AS o
 WHERE rota_runs.id = o.id AND rota_runs.fence = o.fence
   AND +rota_runs.state IN ('claimed', 'running')
+  AND EXISTS (SELECT 1 FROM rota_attempts a
+              WHERE a.run_id = rota_runs.id AND a.fence = rota_runs.fence)
 RETURNING id, handler, breaker_key;
 
 -- name: recorded_outcomes
