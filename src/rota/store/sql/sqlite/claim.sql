@@ -131,7 +131,10 @@ WITH c AS (
 held AS (
     SELECT concurrency_key, count(*) AS key_running, min(concurrency_limit) AS key_limit
     FROM rota_runs
-    WHERE :key_counts AND state IN ('claimed', 'running')
+    -- The EXISTS is one test per statement: a window without keyed runs (a rated
+    -- drain) reads no held run at all.
+    WHERE :key_counts AND EXISTS (SELECT 1 FROM c WHERE concurrency_key IS NOT NULL)
+      AND state IN ('claimed', 'running')
       AND concurrency_key IN (SELECT concurrency_key FROM c WHERE concurrency_key IS NOT NULL)
     GROUP BY concurrency_key
 )
