@@ -36,7 +36,7 @@ async def _prefill_rated(url: str, total: int) -> None:
         await app.aclose()
 
 
-async def _prefill_breaker(url: str, total: int) -> None:
+async def prefill_closed_breaker(url: str, total: int) -> None:
     from rota.domain.breakers import Breaker
 
     await rota_runner.prefill(url, total)
@@ -54,7 +54,7 @@ def rates_and_breakers(cfg: BenchConfig, results: Results, worker: RotaWorkerSet
     for variant, prefill in (
         (UNCONSTRAINED, None),
         (RATED, _prefill_rated),
-        (BREAKER, _prefill_breaker),
+        (BREAKER, prefill_closed_breaker),
     ):
 
         def drain(prefill: scenarios.Prefill | None = prefill) -> scenarios.DrainResult:
