@@ -7,8 +7,9 @@ fresh database, in one repeat so machine drift hits all alike:
 - the handler rate-limited to RATE/second: the drain should run at the rate, not
   above it (it is enforced) and not far below it (the limit is reached);
 - the handler under an enabled breaker that stays closed (no run fails): its runs
-  take the serialised limited claim path, and every outcome moves its breaker row in
-  the outcome's transaction; the gap to the reference is the breaker's overhead.
+  take the plain claim, and their successes, which move nothing, are written by the
+  one completion statement (ADR 0016); the gap to the reference is the breaker's
+  overhead.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python -m bench.server_cost [--jobs N] [--repeats N] [--write]``
+"""``python -m bench.server_cost [--jobs N] [--repeats N] [--breaker] [--write]``
 
 What one completed run costs the PostgreSQL server, rota beside PgQueuer: statements,
 WAL records and bytes, heap rows written, HOT updates, dead tuples and index entries,
@@ -21,7 +21,8 @@ database, so other sessions on the server do not pollute them:
   database). B-tree bottom-up deletion can still drop some dead duplicates during the
   drain, so the index counts are a lower bound.
 
-``--write`` replaces the section between the server-cost markers in docs/benchmarks.md
+``--breaker`` puts rota's handler under an enabled breaker that stays closed (what a
+closed breaker adds per run). ``--write`` replaces the section between the server-cost markers in docs/benchmarks.md
 (``make bench`` runs this after the main bench, which rewrites the rest of the file).
 """
 
