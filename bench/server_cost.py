@@ -22,8 +22,9 @@ database, so other sessions on the server do not pollute them:
   drain, so the index counts are a lower bound.
 
 ``--breaker`` puts rota's handler under an enabled breaker that stays closed (what a
-closed breaker adds per run). ``--write`` replaces the section between the server-cost markers in docs/benchmarks.md
-(``make bench`` runs this after the main bench, which rewrites the rest of the file).
+closed breaker adds per run). ``--write`` replaces the section between the server-cost
+markers in docs/benchmarks.md (``make bench`` runs this after the main bench, which
+rewrites the rest of the file).
 """
 
 from __future__ import annotations
