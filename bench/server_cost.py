@@ -1,4 +1,4 @@
-"""``python -m bench.server_cost [--jobs N] [--repeats N] [--write]``
+"""``python -m bench.server_cost [--jobs N] [--repeats N] [--breaker] [--write]``
 
 What one completed run costs the PostgreSQL server, rota beside PgQueuer: statements,
 WAL records and bytes, heap rows written, HOT updates, dead tuples and index entries,
@@ -21,8 +21,10 @@ database, so other sessions on the server do not pollute them:
   database). B-tree bottom-up deletion can still drop some dead duplicates during the
   drain, so the index counts are a lower bound.
 
-``--write`` replaces the section between the server-cost markers in docs/benchmarks.md
-(``make bench`` runs this after the main bench, which rewrites the rest of the file).
+``--breaker`` puts rota's handler under an enabled breaker that stays closed (what a
+closed breaker adds per run). ``--write`` replaces the section between the server-cost
+markers in docs/benchmarks.md (``make bench`` runs this after the main bench, which
+rewrites the rest of the file).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from bench.drain import DrainSpec, run_drain
 from bench.results import run_async, say
 
 if TYPE_CHECKING:
+    from bench.scenarios import Prefill
     from bench.systems import System
 
 REPORT = sections.REPORT
@@ -132,11 +135,12 @@ def _settled_tables(probe: pg.Probe) -> dict[str, list[float]]:
     return last or {}
 
 
-def measure(cfg: BenchConfig, system: System) -> dict[str, Any]:
-    """One drain of ``cfg.jobs`` runs; the server's work per run."""
+def measure(cfg: BenchConfig, system: System, prefill: Prefill | None = None) -> dict[str, Any]:
+    """One drain of ``cfg.jobs`` runs; the server's work per run. ``prefill`` replaces
+    the system's own (``--breaker``: the handler under a closed breaker)."""
     with pg.fresh_database(cfg.admin_url, "cost") as url:
         run_async(system.module.install(url), SETUP_TIMEOUT_S)
-        run_async(system.module.prefill(url, cfg.jobs), SETUP_TIMEOUT_S)
+        run_async((prefill or system.module.prefill)(url, cfg.jobs), SETUP_TIMEOUT_S)
         with pg.Probe(url) as probe:
             probe.execute(TAG + "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             probe.execute(TAG + "CREATE EXTENSION IF NOT EXISTS pageinspect")
@@ -290,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=200, help="rota's, per process")
     parser.add_argument("--rev", help="measure this git revision's src/rota (bench.ab)")
     parser.add_argument("--no-peer", action="store_true", help="rota only")
+    parser.add_argument(
+        "--breaker",
+        action="store_true",
+        help="rota's handler under an enabled breaker that stays closed (bench.rates)",
+    )
     parser.add_argument("--admin-url", default=pg.ADMIN_URL)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
@@ -310,15 +319,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, label: str) -> int:
+    from bench import rates  # imports rota: only once its source is pinned
+
     cfg = replace(BenchConfig(admin_url=args.admin_url), jobs=args.jobs, repeats=args.repeats)
     measured: dict[str, list[dict[str, Any]]] = {}
-    chosen = systems(args, label)
+    chosen = systems(args, label + (", closed breaker" if args.breaker else ""))
     for repeat in range(cfg.repeats):
         # The order rotates between repeats, so neither system always goes first.
         order = chosen[repeat % len(chosen) :] + chosen[: repeat % len(chosen)]
         for system in order:
             say(f"server cost / {system.name} / repeat {repeat + 1}")
-            measured.setdefault(system.name, []).append(measure(cfg, system))
+            breaker = args.breaker and system.name.startswith("rota")
+            prefill = rates.prefill_closed_breaker if breaker else None
+            measured.setdefault(system.name, []).append(measure(cfg, system, prefill))
     text = render({s.name: measured[s.name] for s in chosen}, cfg)
     print(text)
     if args.write:

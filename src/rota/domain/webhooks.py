@@ -192,8 +192,8 @@ class Delivery:
     last_error: str | None
     delivered_at: datetime | None
     # An event whose data are not just its run's columns (workflow.finished,
-    # breaker.opened) stores its own data document, written with the event; None for
-    # run events, whose data are the run columns above.
+    # breaker.opened, breaker.closed) stores its own data document, written with the
+    # event; None for run events, whose data are the run columns above.
     event_data: dict[str, Any] | None = None
 
     @property
