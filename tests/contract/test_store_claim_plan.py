@@ -208,7 +208,7 @@ async def test_sqlite_claim_reaches_runs_by_rowid_after_stale_statistics(sqlite_
             assert expected in plan, (name, plan)
 
 
-@pytest.mark.parametrize("query", ["complete", "renew"])
+@pytest.mark.parametrize("query", ["complete", "renew", "append_logs"])
 async def test_sqlite_lease_writes_walk_the_batch_and_reach_runs_by_rowid(
     sqlite_url: str, query: str
 ) -> None:
