@@ -239,7 +239,8 @@ async def test_sqlite_lease_writes_walk_the_batch_and_reach_runs_by_rowid(
                 for step in plan
             ), (query, statement[:60], plan)
             assert not any(
-                step.startswith("SCAN rota_runs") or step.split()[:2] == ["SCAN", "r"]
+                step.startswith("SCAN rota_runs")
+                or step.split()[:2] == ["SCAN", "r"]
                 or "USING INDEX rota_runs_" in step
                 for step in plan
             ), (query, statement[:60], plan)
