@@ -43,6 +43,10 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "pickup after 3 s idle ms (worst of 3)": ("latency", "ms", False),
     "drain jobs/s (SQLite, 1 process)": ("sqlite", "jobs/s", True),
     "drain jobs/s (SQLite, 2 processes)": ("sqlite", "jobs/s", True),
+    # The worker processes' CPU per run: what bounds a quiet machine's SQLite drain (no
+    # server), and far steadier than jobs/s on a loaded one.
+    "SQLite worker CPU µs/job (1 process)": ("sqlite", "µs", False),
+    "SQLite worker CPU µs/job (2 processes)": ("sqlite", "µs", False),
 }
 SCENARIOS = ("enqueue", "drain", "latency", "sqlite")
 
@@ -84,8 +88,17 @@ def measure(scenario: str, jobs: int) -> dict[str, float]:
         # 1 process too: issue 15's floor (20k runs/s) was measured with one.
         scenarios.sqlite_drain(cfg, results, worker, processes=1)
         scenarios.sqlite_drain(cfg, results, worker, processes=2)
-    one, two = (float(r["value"]) for r in results.records if "value" in r)
-    return {"drain jobs/s (SQLite, 1 process)": one, "drain jobs/s (SQLite, 2 processes)": two}
+    one, two = (r for r in results.records if "value" in r)
+    return {
+        "drain jobs/s (SQLite, 1 process)": float(one["value"]),
+        "drain jobs/s (SQLite, 2 processes)": float(two["value"]),
+        "SQLite worker CPU µs/job (1 process)": _cpu_per_job(one),
+        "SQLite worker CPU µs/job (2 processes)": _cpu_per_job(two),
+    }
+
+
+def _cpu_per_job(record: dict[str, Any]) -> float:
+    return float(record["workers_cpu_s"]) / float(record["jobs"]) * 1e6
 
 
 def child(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from rota.store.port import ClaimRequest
 from rota.store.postgres import PostgresStore
 from rota.store.queries import load_queries
 from rota.store.sqlite import SqliteStore, path_from_url
+from rota.store.sqlite.codec import statements
 
 from .support import T0, at, new_run
 
@@ -246,3 +247,45 @@ async def test_sqlite_claim_reaches_runs_by_rowid_after_stale_statistics(sqlite_
             query = "EXPLAIN QUERY PLAN " + queries[name]
             plan = [row[3] for row in conn.execute(query, {**params, "ids": "[1, 2]"})]
             assert expected in plan, (name, plan)
+
+
+@pytest.mark.parametrize("query", ["complete", "renew", "append_logs"])
+async def test_sqlite_lease_writes_walk_the_batch_and_reach_runs_by_rowid(
+    sqlite_url: str, query: str
+) -> None:
+    """The set-based lease writes (the batch as one JSON array, leases.sql) must walk
+    the batch and find each run by rowid, whatever statistics PRAGMA optimize recorded:
+    driven from rota_runs or one of its state indexes instead, a batch of 100 would
+    scan every held lease (or every run) once per item."""
+    store = SqliteStore(sqlite_url)
+    await store.open()
+    try:
+        await store.migrate()
+        await store.enqueue([new_run() for _ in range(2000)], T0)
+        await store.claim(
+            ClaimRequest(worker_id="w", queues=("default",), limit=3, lease_seconds=30.0), T0
+        )
+    finally:
+        await store.close()
+    with sqlite3.connect(path_from_url(sqlite_url)) as conn:
+        conn.execute("ANALYZE")  # few runs held: the leased index looks selective
+        items = json.dumps([{"id": i, "fence": 1} for i in range(1, 101)])
+        params = {"items": items, "now": T0.timestamp(), "lease_seconds": 30.0}
+        for statement in statements(load_queries("sqlite")[query] + ";"):
+            plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement, params)]
+            if not any("rota_runs" in step or step.split()[:2] == ["SCAN", "r"] for step in plan):
+                continue  # the outbox's guard alone, say
+            assert any(
+                step.startswith("SEARCH") and "INTEGER PRIMARY KEY (rowid=?)" in step
+                for step in plan
+            ), (query, statement[:60], plan)
+            assert not any(
+                step.startswith("SCAN rota_runs")
+                or step.split()[:2] == ["SCAN", "r"]
+                or "USING INDEX rota_runs_" in step
+                for step in plan
+            ), (query, statement[:60], plan)
+            # The batch is the outer loop: its scan comes before the runs' lookups.
+            batch = next(i for i, step in enumerate(plan) if "VIRTUAL TABLE" in step)
+            lookup = next(i for i, step in enumerate(plan) if "(rowid=?)" in step)
+            assert batch < lookup, (query, statement[:60], plan)

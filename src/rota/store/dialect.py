@@ -10,8 +10,9 @@ transaction and binds it).
 
 What stays per dialect: connections (pools, the SQLite thread, PRAGMAs, session
 limits), migrations, SQL text, COPY and LISTEN/NOTIFY behind their capability flags,
-and how a batch is written (arrays and ``unnest`` on PostgreSQL, one statement per item
-inside ``BEGIN IMMEDIATE`` on SQLite).
+and how a batch is written (arrays and ``unnest`` on PostgreSQL; inside ``BEGIN
+IMMEDIATE`` on SQLite, a JSON array read with ``json_each`` for a query that reads
+``:items``, else one statement per item).
 """
 
 from __future__ import annotations

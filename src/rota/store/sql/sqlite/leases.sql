@@ -5,9 +5,9 @@
 -- The worker's batched writes (renew, complete) are set-based: :items is the whole
 -- batch as one JSON array (dialect.py), read with json_each, so a batch is a few
 -- statements however many runs it holds. They walk the batch first and find each run
--- by rowid: CROSS JOIN fixes that order for a SELECT, and ``+state`` keeps the state
--- test off every index for an UPDATE ... FROM, whatever statistics PRAGMA optimize
--- recorded (driven from rota_runs_leased, a batch would scan every held lease per item).
+-- by rowid, whatever statistics PRAGMA optimize recorded: CROSS JOIN fixes the order
+-- for a SELECT, and ``+state`` keeps the state test off every index (an UPDATE ... FROM
+-- driven from rota_runs_state_id walked every held run once per item of the batch).
 
 -- name: renew
 -- The first renewal also confirms the run is executing (Claimed -> Running).
@@ -33,7 +33,7 @@ FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence,
              value ->> 'outcome' AS outcome, value ->> 'error' AS error
       FROM json_each(:items)) AS o
 CROSS JOIN rota_runs r
-WHERE r.id = o.id AND r.fence = o.fence AND r.state IN ('claimed', 'running')
+WHERE r.id = o.id AND r.fence = o.fence AND +r.state IN ('claimed', 'running')
   AND NOT (:judge_breakers AND (
       (o.outcome IN ('failed', 'timed_out')
        AND r.handler IN (SELECT handler FROM rota_breaker_rules))
@@ -63,7 +63,7 @@ JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
  AND s.event_types LIKE '%,' || e.event_type || ',%'
  AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
-WHERE r.id = e.id AND r.fence = e.fence AND r.state IN ('claimed', 'running')
+WHERE r.id = e.id AND r.fence = e.fence AND +r.state IN ('claimed', 'running')
   AND e.event_type IS NOT NULL
   AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
 UPDATE rota_runs

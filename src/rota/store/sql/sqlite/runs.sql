@@ -3,7 +3,8 @@
 -- per transaction when the caller passes none), and every write runs inside BEGIN
 -- IMMEDIATE, so SQLite's single writer lock makes each one compare-and-set. A query
 -- may be several statements: they run in order, and the last one's rows are its
--- result. A batched query runs once per item in one transaction (store/dialect.py).
+-- result. A batched query runs once per item in one transaction, unless it reads
+-- :items, the whole batch as one JSON array (leases.sql, store/sqlite/dialect.py).
 
 -- name: db_now
 SELECT (julianday('now') - 2440587.5) * 86400.0 AS now;
@@ -28,10 +29,16 @@ SELECT id, namespace, handler, idempotency_key FROM rota_runs
 WHERE idempotency_key IN (SELECT value FROM json_each(:keys));
 
 -- name: append_logs
--- Only under the attempt's fence: a worker that lost its lease stores nothing.
+-- Only under the attempt's fence: a worker that lost its lease stores nothing. Set-based
+-- (:items, as leases.sql): a batch of lines is one statement; the lines keep their
+-- order (ids are given in the SELECT's order).
 INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
-SELECT :run_id, :attempt, :at, :level, :message, :fields
-WHERE EXISTS (SELECT 1 FROM rota_runs WHERE id = :run_id AND fence = :fence)
+SELECT l.value ->> 'run_id', l.value ->> 'attempt', l.value ->> 'at', l.value ->> 'level',
+       l.value ->> 'message', l.value ->> 'fields'
+FROM json_each(:items) AS l
+WHERE EXISTS (SELECT 1 FROM rota_runs r
+              WHERE r.id = l.value ->> 'run_id' AND r.fence = l.value ->> 'fence')
+ORDER BY l.key
 RETURNING id;
 
 -- name: cancel_waiting
