@@ -15,6 +15,7 @@ from bench import report_issues
 from bench.chart import Bar, write_chart
 from bench.dashboard import dashboard_lines
 from bench.memory import memory_lines, memory_target
+from bench.rates import rates_lines, rates_targets
 from bench.results import Results, Summary
 from bench.webhooks import webhook_lines
 
@@ -153,6 +154,8 @@ def _target_rows(results: Results) -> list[str]:
     else:
         row("last minute within 10% of minute 1", "—", None)
     row("worker memory < 80 MiB, no growth", *memory_target(results))
+    for target in rates_targets(results):
+        row(*target)
     report_issues.target_rows(results, row)
     return rows
 
@@ -466,6 +469,10 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "## (k) Issue 14: webhook delivery",
         "",
         *webhook_lines(results),
+        "",
+        "## (l) Issue 14: a drain under a rate limit, and a closed breaker's cost",
+        "",
+        *rates_lines(results),
         "",
         "## (n) Issue 15: a worker's memory",
         "",

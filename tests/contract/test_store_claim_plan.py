@@ -271,6 +271,7 @@ async def test_sqlite_lease_writes_walk_the_batch_and_reach_runs_by_rowid(
         conn.execute("ANALYZE")  # few runs held: the leased index looks selective
         items = json.dumps([{"id": i, "fence": 1} for i in range(1, 101)])
         params = {"items": items, "now": T0.timestamp(), "lease_seconds": 30.0}
+        params["judge_breakers"] = True  # complete's breaker guard, planned with the rest
         for statement in statements(load_queries("sqlite")[query] + ";"):
             plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement, params)]
             if not any("rota_runs" in step or step.split()[:2] == ["SCAN", "r"] for step in plan):
