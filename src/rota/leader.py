@@ -78,9 +78,12 @@ class LeaderElector:
             self.reachability.reachable(self.clock.monotonic())
         if term != self.term:
             self.changes += 1
-            if term is None:
+            # A term held is lost even when a new one is won in the same check (a node
+            # paused past its lease that finds the lease free again on waking): the old
+            # term's duties are cancelled either way, and an operator should see why.
+            if self.term is not None:
                 log.warning("leadership lost", node_id=self.node_id, term=self.term)
-            else:
+            if term is not None:
                 log.info(
                     "leadership acquired", node_id=self.node_id, term=term, previous_term=self.term
                 )

