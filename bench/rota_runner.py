@@ -23,9 +23,10 @@ NAME = "rota"
 # are in different indexes (the state index leaves held runs out, ADR 0025), and one
 # test of all four states became a sequential scan past every finished run.
 STORED_SQL = "SELECT count(*) FROM rota_runs"
+# CAST, not ``::int``: the SQLite drain asks it too.
 UNFINISHED_SQL = (
-    "SELECT (EXISTS (SELECT 1 FROM rota_runs WHERE state IN ('pending', 'retrying'))"
-    " OR EXISTS (SELECT 1 FROM rota_runs WHERE state IN ('claimed', 'running')))::int"
+    "SELECT CAST(EXISTS (SELECT 1 FROM rota_runs WHERE state IN ('pending', 'retrying'))"
+    " OR EXISTS (SELECT 1 FROM rota_runs WHERE state IN ('claimed', 'running')) AS integer)"
 )
 SUCCEEDED_SQL = "SELECT count(*) FROM rota_runs WHERE state = 'succeeded'"
 # One attempt row per execution: more attempts than runs would mean a run ran twice.
