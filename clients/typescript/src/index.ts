@@ -268,16 +268,12 @@ export class RotaClient {
 
   /** Poll until the run has finished; rejects with RunNotFinished after `timeoutMs`. */
   async waitFor(runId: number, options: { timeoutMs?: number; pollMs?: number } = {}): Promise<Run> {
-    const timeoutMs = checkPositive("timeoutMs", options.timeoutMs ?? 60_000);
-    const pollMs = checkPositive("pollMs", options.pollMs ?? 200);
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const { run } = await this.getRun(runId);
-      if (FINISHED_STATES.has(run.state)) return run;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new RunNotFinished(runId, run.state, timeoutMs);
-      await sleep(Math.min(pollMs, left));
-    }
+    return poll(
+      async () => (await this.getRun(runId)).run,
+      (run) => FINISHED_STATES.has(run.state),
+      (run, timeoutMs) => new RunNotFinished(runId, run.state, timeoutMs),
+      options,
+    );
   }
 
   // -- dead letters -----------------------------------------------------------------
@@ -339,16 +335,12 @@ export class RotaClient {
     workflowRunId: number,
     options: { timeoutMs?: number; pollMs?: number } = {},
   ): Promise<WorkflowRun> {
-    const timeoutMs = checkPositive("timeoutMs", options.timeoutMs ?? 60_000);
-    const pollMs = checkPositive("pollMs", options.pollMs ?? 200);
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await this.getWorkflowRun(workflowRunId);
-      if (run.finished_at != null) return run;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new WorkflowRunNotFinished(workflowRunId, run.state, timeoutMs);
-      await sleep(Math.min(pollMs, left));
-    }
+    return poll(
+      () => this.getWorkflowRun(workflowRunId),
+      (run) => run.finished_at != null,
+      (run, timeoutMs) => new WorkflowRunNotFinished(workflowRunId, run.state, timeoutMs),
+      options,
+    );
   }
 
   /** A workflow run: its derived state, duration and steps. */
@@ -610,6 +602,26 @@ function newKey(): string {
 function backoffMs(attempt: number): number {
   // 100 ms, 200 ms, 400 ms ... capped at 2 s, with full jitter.
   return Math.random() * Math.min(2_000, 100 * 2 ** attempt);
+}
+
+/** Read until `done`, every `pollMs` (200), for at most `timeoutMs` (60 s); then
+ * reject with `gaveUp`'s error for the last reading. */
+async function poll<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  gaveUp: (last: T, timeoutMs: number) => Error,
+  options: { timeoutMs?: number; pollMs?: number },
+): Promise<T> {
+  const timeoutMs = checkPositive("timeoutMs", options.timeoutMs ?? 60_000);
+  const pollMs = checkPositive("pollMs", options.pollMs ?? 200);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    const left = deadline - Date.now();
+    if (left <= 0) throw gaveUp(value, timeoutMs);
+    await sleep(Math.min(pollMs, left));
+  }
 }
 
 function sleep(ms: number): Promise<void> {
