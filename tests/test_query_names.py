@@ -3,6 +3,8 @@ SqlStore runs them all (store/queries.py promises it)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rota.store.queries import load_queries, queries_by_concept
@@ -24,3 +26,15 @@ def test_each_concept_file_holds_the_same_names_in_both_dialects() -> None:
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_every_query_has_a_body(dialect: str) -> None:
     assert all(body.strip() for body in load_queries(dialect).values())
+
+
+def test_each_postgres_placeholder_travels_in_one_format() -> None:
+    """Arrays are sent binary (%(name)b), scalars as text (%(name)s); psycopg refuses a
+    placeholder written both ways in one query, comments included (they are sent)."""
+    mixed = {}
+    for name, body in load_queries("postgres").items():
+        formats: dict[str, set[str]] = {}
+        for param, fmt in re.findall(r"%\((\w+)\)([sb])", body):
+            formats.setdefault(param, set()).add(fmt)
+        mixed.update({f"{name}.{p}": f for p, f in formats.items() if len(f) > 1})
+    assert mixed == {}

@@ -60,8 +60,9 @@ async def test_claim_uses_the_claimable_index(pg_clean: str) -> None:
 
 
 def _prepared(name: str, sql: str) -> tuple[str, list[str]]:
-    """``PREPARE name AS sql`` with its %(param)s placeholders numbered, and the params
-    in the order of their numbers (every param of these queries carries a cast)."""
+    """``PREPARE name AS sql`` with its %(param)s and %(param)b placeholders numbered,
+    and the params in the order of their numbers (every param of these queries carries
+    a cast)."""
     order: list[str] = []
 
     def number(match: re.Match[str]) -> str:
@@ -69,7 +70,7 @@ def _prepared(name: str, sql: str) -> tuple[str, list[str]]:
             order.append(match.group(1))
         return f"${order.index(match.group(1)) + 1}"
 
-    body = re.sub(r"%\((\w+)\)s", number, sql).replace("%%", "%")
+    body = re.sub(r"%\((\w+)\)[sb]", number, sql).replace("%%", "%")
     return f"PREPARE {name} AS {body}", order
 
 

@@ -3,7 +3,7 @@
 -- name: insert_api_key
 INSERT INTO rota_api_keys (key_id, secret_hash, name, scopes, namespaces, created_by,
                            created_at)
-VALUES (%(key_id)s, %(secret_hash)s, %(name)s, %(scopes)s::text[], %(namespaces)s::text[],
+VALUES (%(key_id)s, %(secret_hash)s, %(name)s, %(scopes)b::text[], %(namespaces)b::text[],
         %(created_by)s, COALESCE(%(now)s::timestamptz, now()))
 RETURNING *;
 
@@ -28,7 +28,7 @@ RETURNING id;
 
 -- name: list_audit
 SELECT * FROM rota_audit_log
-WHERE (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
+WHERE (%(namespaces)b::text[] IS NULL OR namespace = ANY(%(namespaces)b::text[]))
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
 ORDER BY id DESC
 LIMIT %(limit)s;

@@ -29,14 +29,14 @@ SELECT DISTINCT handler FROM rota_breakers WHERE state <> 'closed';
 -- The rows of these handlers, locked (in key order) to change in this transaction.
 SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause,
        window_started_at, window_calls, window_failures
-FROM rota_breakers WHERE handler = ANY(%(handlers)s::text[])
+FROM rota_breakers WHERE handler = ANY(%(handlers)b::text[])
 ORDER BY handler, breaker_key
 FOR UPDATE;
 
 -- name: breaker_ensure
 -- Rows come as parallel arrays.
 INSERT INTO rota_breakers (handler, breaker_key, state)
-SELECT h, k, 'closed' FROM unnest(%(handler)s::text[], %(breaker_key)s::text[]) AS i(h, k)
+SELECT h, k, 'closed' FROM unnest(%(handler)b::text[], %(breaker_key)b::text[]) AS i(h, k)
 ORDER BY h, k
 ON CONFLICT (handler, breaker_key) DO NOTHING;
 
@@ -46,18 +46,18 @@ SET state = i.state, failures = i.failures, streak_started_at = i.streak_started
     opened_at = i.opened_at, probes_left = i.probes_left, cause = i.cause,
     window_started_at = i.window_started_at, window_calls = i.window_calls,
     window_failures = i.window_failures
-FROM unnest(%(handler)s::text[], %(breaker_key)s::text[], %(state)s::text[],
-            %(failures)s::integer[], %(streak_started_at)s::bigint[], %(opened_at)s::bigint[],
-            %(probes_left)s::integer[], %(cause)s::text[], %(window_started_at)s::bigint[],
-            %(window_calls)s::integer[], %(window_failures)s::integer[])
+FROM unnest(%(handler)b::text[], %(breaker_key)b::text[], %(state)b::text[],
+            %(failures)b::integer[], %(streak_started_at)b::bigint[], %(opened_at)b::bigint[],
+            %(probes_left)b::integer[], %(cause)b::text[], %(window_started_at)b::bigint[],
+            %(window_calls)b::integer[], %(window_failures)b::integer[])
      AS i(handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left,
           cause, window_started_at, window_calls, window_failures)
 WHERE b.handler = i.handler AND b.breaker_key = i.breaker_key;
 
 -- name: breaker_transition
 INSERT INTO rota_breaker_transitions (handler, breaker_key, from_state, to_state, at, cause)
-SELECT * FROM unnest(%(handler)s::text[], %(breaker_key)s::text[], %(from_state)s::text[],
-                     %(to_state)s::text[], %(at)s::bigint[], %(cause)s::text[]);
+SELECT * FROM unnest(%(handler)b::text[], %(breaker_key)b::text[], %(from_state)b::text[],
+                     %(to_state)b::text[], %(at)b::bigint[], %(cause)b::text[]);
 
 -- name: breaker_transitions
 SELECT handler, breaker_key, from_state, to_state, at AS at_micros, cause

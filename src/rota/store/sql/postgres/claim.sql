@@ -7,11 +7,11 @@ SELECT EXISTS (
            SELECT 1 FROM rota_runs
            WHERE state IN ('pending', 'retrying')
              AND run_at <= COALESCE(%(now)s::timestamptz, now())
-             AND queue = ANY(%(queues)s::text[])) AS due,
+             AND queue = ANY(%(queues)b::text[])) AS due,
        EXISTS (
            SELECT 1 FROM rota_runs
            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
-             AND queue = ANY(%(queues)s::text[])
+             AND queue = ANY(%(queues)b::text[])
              AND run_at <= COALESCE(%(now)s::timestamptz, now())) AS keyed;
 
 -- name: claim
@@ -20,13 +20,13 @@ SELECT EXISTS (
 -- each other's rows instead of queueing on them.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 picked AS (
-    SELECT c.id FROM unnest(%(queues)s::text[]) AS q(name), t,
+    SELECT c.id FROM unnest(%(queues)b::text[]) AS q(name), t,
     LATERAL (
         SELECT id, sort_at FROM rota_runs
         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
           AND queue = q.name AND run_at <= t.now
-          AND handler <> ALL(%(limited_handlers)s::text[])
-          AND (tags IS NULL OR tags <@ %(tags)s::text[])
+          AND handler <> ALL(%(limited_handlers)b::text[])
+          AND (tags IS NULL OR tags <@ %(tags)b::text[])
           -- A run whose breaker is open or half-open waits for the limited path (ADR 0016).
           -- Each row is checked only while some breaker is not closed: the first test
           -- is one look per statement (an InitPlan), and the common case stops there.
@@ -64,7 +64,7 @@ RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fenc
 -- keep an idle worker spinning.
 SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now())) AS seconds
 FROM rota_runs
-WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)s::text[])
+WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)b::text[])
   AND run_at > COALESCE(%(now)s::timestamptz, now());
 
 -- name: claim_lock
@@ -83,7 +83,7 @@ SELECT pg_advisory_xact_lock(7307916210);
 SELECT EXISTS (
     SELECT 1 FROM rota_runs
     WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
-      AND queue = ANY(%(queues)s::text[])
+      AND queue = ANY(%(queues)b::text[])
       AND run_at <= COALESCE(%(now)s::timestamptz, now())) AS keyed;
 
 -- name: active_groups
@@ -107,19 +107,19 @@ c AS (
     -- run and sorted them, under the lock, on every limited claim.
     SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
            c.breaker_key, c.sort_at
-    FROM unnest(%(queues)s::text[]) AS q(name), t,
+    FROM unnest(%(queues)b::text[]) AS q(name), t,
     LATERAL (
         (SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key,
                 breaker_key, sort_at
          FROM rota_runs
          WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
            AND queue = q.name AND run_at <= t.now
-           AND (handler = ANY(%(limited_handlers)s::text[])
-                OR q.name = ANY(%(limited_queues)s::text[]) OR %(global_limit)s
+           AND (handler = ANY(%(limited_handlers)b::text[])
+                OR q.name = ANY(%(limited_queues)b::text[]) OR %(global_limit)s
                 OR %(everything)s)
-           AND handler <> ALL(%(full_handlers)s::text[])
-           AND id <> ALL(%(chosen)s::bigint[])
-           AND (tags IS NULL OR tags <@ %(tags)s::text[])
+           AND handler <> ALL(%(full_handlers)b::text[])
+           AND id <> ALL(%(chosen)b::bigint[])
+           AND (tags IS NULL OR tags <@ %(tags)b::text[])
            AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
          ORDER BY sort_at, id
          LIMIT %(window)s)
@@ -129,10 +129,10 @@ c AS (
          FROM rota_runs
          WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
            AND queue = q.name AND run_at <= t.now
-           AND concurrency_key <> ALL(%(full_keys)s::text[])
-           AND handler <> ALL(%(full_handlers)s::text[])
-           AND id <> ALL(%(chosen)s::bigint[])
-           AND (tags IS NULL OR tags <@ %(tags)s::text[])
+           AND concurrency_key <> ALL(%(full_keys)b::text[])
+           AND handler <> ALL(%(full_handlers)b::text[])
+           AND id <> ALL(%(chosen)b::bigint[])
+           AND (tags IS NULL OR tags <@ %(tags)b::text[])
            AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
          ORDER BY sort_at, id
          LIMIT %(window)s)
@@ -162,9 +162,9 @@ ORDER BY c.sort_at, c.id;
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 recorded AS (
     INSERT INTO rota_rate_starts (scope, name, rate_key, leaves_at, starts)
-    SELECT * FROM unnest(%(rate_scope)s::text[], %(rate_name)s::text[],
-                         %(rate_key)s::text[], %(rate_leaves_at)s::bigint[],
-                         %(rate_starts)s::integer[])
+    SELECT * FROM unnest(%(rate_scope)b::text[], %(rate_name)b::text[],
+                         %(rate_key)b::text[], %(rate_leaves_at)b::bigint[],
+                         %(rate_starts)b::integer[])
 )
 UPDATE rota_runs r
 SET state = 'claimed',
@@ -174,7 +174,7 @@ SET state = 'claimed',
     started_at = t.now,
     lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s)
 FROM t
-WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state IN ('pending', 'retrying')
+WHERE r.id = ANY(%(ids)b::bigint[]) AND r.state IN ('pending', 'retrying')
 RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
           r.correlation_id, r.job_id,
@@ -190,7 +190,7 @@ failed AS (
     UPDATE rota_runs r
     SET state = 'failed', error = %(error)s, finished_at = t.now
     FROM t
-    WHERE r.id = ANY(%(ids)s::bigint[]) AND r.state IN ('pending', 'retrying')
+    WHERE r.id = ANY(%(ids)b::bigint[]) AND r.state IN ('pending', 'retrying')
     RETURNING r.id, r.namespace, r.handler, r.queue, r.attempt
 ),
 events AS (

@@ -29,7 +29,7 @@ ORDER BY s.id;
 -- name: list_events
 -- Newest first, a keyset page below %(before_id)s.
 SELECT * FROM rota_events
-WHERE (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
+WHERE (%(namespaces)b::text[] IS NULL OR namespace = ANY(%(namespaces)b::text[]))
   AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
   AND (%(name)s::text IS NULL OR name = %(name)s::text)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
@@ -70,5 +70,5 @@ RETURNING id;
 -- name: list_event_subscriptions
 SELECT s.*, j.name AS job_name
 FROM rota_event_subscriptions s LEFT JOIN rota_jobs j ON j.id = s.job_id
-WHERE (%(namespaces)s::text[] IS NULL OR s.namespace = ANY(%(namespaces)s::text[]))
+WHERE (%(namespaces)b::text[] IS NULL OR s.namespace = ANY(%(namespaces)b::text[]))
 ORDER BY s.namespace, s.event_name, s.id;

@@ -59,8 +59,8 @@ SET cursor = a.cursor, next_fire_at = a.next_fire_at,
     updated_at = COALESCE(%(now)s::timestamptz, now()),
     planning_error = NULL, planning_failed_at = NULL, planning_failures = 0,
     planning_retry_at = NULL
-FROM unnest(%(id)s::bigint[], %(expected_cursor)s::timestamptz[], %(cursor)s::timestamptz[],
-            %(next_fire_at)s::timestamptz[]) AS a(id, expected, cursor, next_fire_at)
+FROM unnest(%(id)b::bigint[], %(expected_cursor)b::timestamptz[], %(cursor)b::timestamptz[],
+            %(next_fire_at)b::timestamptz[]) AS a(id, expected, cursor, next_fire_at)
 WHERE j.id = a.id AND j.cursor = a.expected AND NOT j.paused
 RETURNING j.id;
 

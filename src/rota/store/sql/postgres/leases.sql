@@ -14,7 +14,7 @@ WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
 UPDATE rota_runs r
 SET lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s),
     state = 'running'
-FROM unnest(%(id)s::bigint[], %(fence)s::bigint[]) AS l(id, fence), t
+FROM unnest(%(id)b::bigint[], %(fence)b::bigint[]) AS l(id, fence), t
 WHERE r.id = l.id AND r.fence = l.fence AND r.state || '' IN ('claimed', 'running')
 RETURNING r.id, r.cancel_requested, r.lease_expires_at;
 
@@ -23,9 +23,9 @@ RETURNING r.id, r.cancel_requested, r.lease_expires_at;
 -- written in the same statement, so run and history never disagree.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 input AS (
-    SELECT * FROM unnest(%(id)s::bigint[], %(fence)s::bigint[], %(state)s::text[],
-                         %(outcome)s::text[], %(result)s::text[], %(error)s::text[],
-                         %(retry_delay)s::double precision[])
+    SELECT * FROM unnest(%(id)b::bigint[], %(fence)b::bigint[], %(state)b::text[],
+                         %(outcome)b::text[], %(result)b::text[], %(error)b::text[],
+                         %(retry_delay)b::double precision[])
            AS c(id, fence, state, outcome, result, error, retry_delay)
 ),
 done AS (
@@ -114,7 +114,7 @@ SELECT NULL, NULL, NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
 -- After an ambiguous commit: which of these outcomes did land? The outcome must match,
 -- since the reaper records a 'lost' attempt under the same fence.
 SELECT a.run_id AS id FROM rota_attempts a
-JOIN unnest(%(id)s::bigint[], %(fence)s::bigint[], %(outcome)s::text[])
+JOIN unnest(%(id)b::bigint[], %(fence)b::bigint[], %(outcome)b::text[])
      AS l(id, fence, outcome)
   ON a.run_id = l.id AND a.fence = l.fence AND a.outcome = l.outcome;
 
@@ -127,7 +127,7 @@ released AS (
     SET state = CASE WHEN r.cancel_requested THEN 'cancelled' ELSE 'pending' END,
         finished_at = CASE WHEN r.cancel_requested THEN t.now END,
         attempt = r.attempt - 1, lease_expires_at = NULL
-    FROM unnest(%(id)s::bigint[], %(fence)s::bigint[]) AS l(id, fence), t
+    FROM unnest(%(id)b::bigint[], %(fence)b::bigint[]) AS l(id, fence), t
     WHERE r.id = l.id AND r.fence = l.fence AND r.state || '' IN ('claimed', 'running')
     RETURNING r.id, r.fence, r.attempt + 1 AS attempt, r.worker_id, r.started_at
 ),
@@ -155,8 +155,8 @@ FOR UPDATE SKIP LOCKED;
 -- Writes the reaper's verdicts, fenced, with a 'lost' attempt for each.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 input AS (
-    SELECT * FROM unnest(%(id)s::bigint[], %(fence)s::bigint[], %(state)s::text[],
-                         %(error)s::text[], %(attempt_error)s::text[])
+    SELECT * FROM unnest(%(id)b::bigint[], %(fence)b::bigint[], %(state)b::text[],
+                         %(error)b::text[], %(attempt_error)b::text[])
            AS v(id, fence, state, error, attempt_error)
 ),
 reaped AS (

@@ -25,8 +25,8 @@ LIMIT %(limit)s;
 -- name: search_runs
 -- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL.
 SELECT r.* FROM rota_runs r
-WHERE (%(namespaces)s::text[] IS NULL OR r.namespace = ANY(%(namespaces)s::text[]))
-  AND (%(states)s::text[] IS NULL OR r.state = ANY(%(states)s::text[]))
+WHERE (%(namespaces)b::text[] IS NULL OR r.namespace = ANY(%(namespaces)b::text[]))
+  AND (%(states)b::text[] IS NULL OR r.state = ANY(%(states)b::text[]))
   AND (%(handler)s::text IS NULL OR r.handler = %(handler)s)
   AND (%(queue)s::text IS NULL OR r.queue = %(queue)s)
   AND (%(tag)s::text IS NULL OR r.tags @> ARRAY[%(tag)s::text])

@@ -19,14 +19,14 @@ SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
        r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, r.job_id, r.slot_at,
        NULLIF(r.tags::text[], '{}'), r.concurrency_key, r.concurrency_limit, r.deadline,
        r.correlation_id, r.trace_context, r.rate_key, r.breaker_key, t.now
-FROM unnest(%(namespace)s::text[], %(handler)s::text[], %(queue)s::text[],
-            %(payload)s::text[], %(priority)s::smallint[], %(run_at)s::timestamptz[],
-            %(max_attempts)s::integer[], %(timeout_seconds)s::double precision[],
-            %(idempotency_key)s::text[], %(replay_of)s::bigint[], %(job_id)s::bigint[],
-            %(slot_at)s::timestamptz[], %(tags)s::text[], %(concurrency_key)s::text[],
-            %(concurrency_limit)s::integer[], %(deadline)s::timestamptz[],
-            %(correlation_id)s::text[], %(trace_context)s::text[], %(rate_key)s::text[],
-            %(breaker_key)s::text[])
+FROM unnest(%(namespace)b::text[], %(handler)b::text[], %(queue)b::text[],
+            %(payload)b::text[], %(priority)b::smallint[], %(run_at)b::timestamptz[],
+            %(max_attempts)b::integer[], %(timeout_seconds)b::double precision[],
+            %(idempotency_key)b::text[], %(replay_of)b::bigint[], %(job_id)b::bigint[],
+            %(slot_at)b::timestamptz[], %(tags)b::text[], %(concurrency_key)b::text[],
+            %(concurrency_limit)b::integer[], %(deadline)b::timestamptz[],
+            %(correlation_id)b::text[], %(trace_context)b::text[], %(rate_key)b::text[],
+            %(breaker_key)b::text[])
      AS r(namespace, handler, queue, payload, priority, run_at, max_attempts,
           timeout_seconds, idempotency_key, replay_of, job_id, slot_at, tags, concurrency_key,
           concurrency_limit, deadline, correlation_id, trace_context, rate_key, breaker_key),
@@ -37,16 +37,16 @@ RETURNING id, namespace, handler, idempotency_key;
 
 -- name: existing_by_idempotency_key
 SELECT id, namespace, handler, idempotency_key FROM rota_runs
-WHERE idempotency_key = ANY(%(keys)s::text[]);
+WHERE idempotency_key = ANY(%(keys)b::text[]);
 
 -- name: append_logs
 -- Only under the attempt's fence: a worker that lost its lease stores nothing. The
 -- lines keep their order (ids are given in the SELECT's order).
 INSERT INTO rota_run_logs (run_id, attempt, at, level, message, fields)
 SELECT l.run_id, l.attempt, l.at, l.level, l.message, l.fields
-FROM unnest(%(run_id)s::bigint[], %(fence)s::bigint[], %(attempt)s::integer[],
-            %(at)s::timestamptz[], %(level)s::text[], %(message)s::text[],
-            %(fields)s::jsonb[])
+FROM unnest(%(run_id)b::bigint[], %(fence)b::bigint[], %(attempt)b::integer[],
+            %(at)b::timestamptz[], %(level)b::text[], %(message)b::text[],
+            %(fields)b::jsonb[])
      WITH ORDINALITY AS l(run_id, fence, attempt, at, level, message, fields, n)
 WHERE EXISTS (SELECT 1 FROM rota_runs r WHERE r.id = l.run_id AND r.fence = l.fence)
 ORDER BY l.n

@@ -14,7 +14,7 @@ SELECT * FROM rota_webhook_subscriptions WHERE id = %(id)s;
 
 -- name: list_subscriptions
 SELECT * FROM rota_webhook_subscriptions
-WHERE (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
+WHERE (%(namespaces)b::text[] IS NULL OR namespace = ANY(%(namespaces)b::text[]))
 ORDER BY id;
 
 -- name: update_subscription
@@ -78,7 +78,7 @@ SELECT s.id, s.url, s.secret,
        CASE WHEN s.previous_secret_expires_at > COALESCE(%(now)s::timestamptz, now())
             THEN s.previous_secret END AS previous_secret
 FROM rota_webhook_subscriptions s
-WHERE s.id = ANY(%(ids)s::bigint[]);
+WHERE s.id = ANY(%(ids)b::bigint[]);
 
 -- name: delivery_succeeded
 WITH done AS (

@@ -22,7 +22,7 @@ FOR UPDATE SKIP LOCKED;
 -- A run not started by its deadline never runs (its error: domain/settle.py).
 UPDATE rota_runs r
 SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now()), error = e.error
-FROM unnest(%(id)s::bigint[], %(error)s::text[]) AS e(id, error)
+FROM unnest(%(id)b::bigint[], %(error)b::text[]) AS e(id, error)
 WHERE r.id = e.id AND r.state = 'pending' AND r.attempt = 0
 RETURNING r.id;
 
@@ -30,7 +30,7 @@ RETURNING r.id;
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)
 INSERT INTO rota_workers (node_id, host, pid, version, queues, tags, concurrency, state,
                           started_at, heartbeat_at)
-SELECT %(node_id)s, %(host)s, %(pid)s, %(version)s, %(queues)s::text[], %(tags)s::text[],
+SELECT %(node_id)s, %(host)s, %(pid)s, %(version)s, %(queues)b::text[], %(tags)b::text[],
        %(concurrency)s, 'active', t.now, t.now FROM t
 ON CONFLICT (node_id) DO UPDATE
 SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version,

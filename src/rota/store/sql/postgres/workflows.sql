@@ -29,12 +29,12 @@ SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority, t.now,
        r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of,
        NULLIF(r.tags::text[], '{}'), r.trace_context, t.now, r.state, r.workflow_run_id,
        r.step_name, r.map_index, r.step_input::jsonb
-FROM unnest(%(namespace)s::text[], %(handler)s::text[], %(queue)s::text[],
-            %(payload)s::text[], %(priority)s::smallint[], %(max_attempts)s::integer[],
-            %(timeout_seconds)s::double precision[], %(idempotency_key)s::text[],
-            %(replay_of)s::bigint[], %(tags)s::text[], %(trace_context)s::text[],
-            %(state)s::text[], %(workflow_run_id)s::bigint[], %(step_name)s::text[],
-            %(map_index)s::integer[], %(step_input)s::text[])
+FROM unnest(%(namespace)b::text[], %(handler)b::text[], %(queue)b::text[],
+            %(payload)b::text[], %(priority)b::smallint[], %(max_attempts)b::integer[],
+            %(timeout_seconds)b::double precision[], %(idempotency_key)b::text[],
+            %(replay_of)b::bigint[], %(tags)b::text[], %(trace_context)b::text[],
+            %(state)b::text[], %(workflow_run_id)b::bigint[], %(step_name)b::text[],
+            %(map_index)b::integer[], %(step_input)b::text[])
      AS r(namespace, handler, queue, payload, priority, max_attempts, timeout_seconds,
           idempotency_key, replay_of, tags, trace_context, state, workflow_run_id,
           step_name, map_index, step_input),
@@ -52,7 +52,7 @@ FOR UPDATE;
 
 -- name: workflow_steps_of
 SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs
-WHERE id = ANY(%(ids)s::bigint[]) AND workflow_run_id IS NOT NULL;
+WHERE id = ANY(%(ids)b::bigint[]) AND workflow_run_id IS NOT NULL;
 
 -- name: step_rows
 -- Each step's own rows (not a map's items), oldest first: the last one per name is
@@ -60,7 +60,7 @@ WHERE id = ANY(%(ids)s::bigint[]) AND workflow_run_id IS NOT NULL;
 -- seek each one instead of reading past a big map's items.
 SELECT id, step_name, state, result, open_items FROM rota_runs
 WHERE workflow_run_id = %(workflow_run_id)s AND map_index IS NULL
-  AND step_name = ANY(%(names)s::text[])
+  AND step_name = ANY(%(names)b::text[])
 ORDER BY id;
 
 -- name: map_item_rows
@@ -121,17 +121,17 @@ UPDATE rota_runs
 SET state = 'waiting', result = NULL, error = NULL, finished_at = NULL,
     open_items = CASE WHEN step_name = %(map_step)s THEN open_items + 1 ELSE open_items END
 WHERE workflow_run_id = %(workflow_run_id)s AND map_index IS NULL
-  AND ((state = 'skipped' AND step_name = ANY(%(names)s::text[]))
+  AND ((state = 'skipped' AND step_name = ANY(%(names)b::text[]))
        OR (state = 'failed' AND step_name = %(map_step)s))
 RETURNING id;
 
 -- name: workflow_runs_recent
--- %(namespaces)s is the caller's reach (NULL: every namespace).
+-- namespaces is the caller's reach (NULL: every namespace).
 SELECT id, namespace, name, created_at, cancelled_at, idempotency_key
 FROM rota_workflow_runs
 WHERE name = COALESCE(%(name)s::text, name)
   AND namespace = COALESCE(%(namespace)s::text, namespace)
-  AND (%(namespaces)s::text[] IS NULL OR namespace = ANY(%(namespaces)s::text[]))
+  AND (%(namespaces)b::text[] IS NULL OR namespace = ANY(%(namespaces)b::text[]))
 ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: workflow_run_steps
@@ -140,7 +140,7 @@ FROM rota_runs WHERE workflow_run_id = %(id)s
 ORDER BY id;
 
 -- name: insert_map_items
--- A map fans out: one Pending run per item (%(items)s is a list of JSON texts),
+-- A map fans out: one Pending run per item (items: a list of JSON texts),
 -- copying the map's own row (handler, queue, options) so no item is built twice.
 INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, tags, trace_context, created_at,
@@ -150,7 +150,7 @@ SELECT g.namespace, g.handler, g.queue, j.value::jsonb, g.priority, t.now,
        g.trace_context, t.now, 'pending', g.workflow_run_id, g.step_name,
        (j.idx - 1)::integer, %(step_input)s::jsonb
 FROM rota_runs AS g,
-     unnest(%(items)s::text[]) WITH ORDINALITY AS j(value, idx),
+     unnest(%(items)b::text[]) WITH ORDINALITY AS j(value, idx),
      (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
 WHERE g.id = %(id)s
 ORDER BY j.idx
@@ -202,7 +202,7 @@ LIMIT %(limit)s;
 -- (it locks the row too) put an unfinished step in, and that run is kept.
 WITH doomed AS (
     SELECT w.id FROM rota_workflow_runs w
-    WHERE w.id = ANY(%(ids)s::bigint[]) AND w.created_at < %(older_than)s
+    WHERE w.id = ANY(%(ids)b::bigint[]) AND w.created_at < %(older_than)s
       AND NOT EXISTS (SELECT 1 FROM rota_runs r
                       WHERE r.workflow_run_id = w.id
                         AND (r.finished_at IS NULL OR r.finished_at >= %(older_than)s))
