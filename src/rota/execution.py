@@ -4,6 +4,7 @@ and turn whatever happened into an Outcome value. No store writes happen here.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import traceback
 from concurrent.futures import Executor
@@ -23,6 +24,9 @@ log = structlog.get_logger("rota.execution")
 # An attempt the database failed is retried after this long, whatever the handler's
 # retry policy says (the policy is about the handler's own failures).
 INFRASTRUCTURE_RETRY_SECONDS = 1.0
+# A handler without a timeout runs in no timeout scope at all: asyncio.timeout(None)
+# still builds and enters one per run. nullcontext holds no state, so one serves all.
+_NO_TIMEOUT: contextlib.nullcontext[None] = contextlib.nullcontext()
 
 
 @dataclass
@@ -93,8 +97,9 @@ async def execute(
             )
         )
     thread: asyncio.Future[Any] | None = None
+    scope = asyncio.timeout(spec.timeout) if spec.timeout is not None else None
     try:
-        async with asyncio.timeout(spec.timeout):
+        async with scope if scope is not None else _NO_TIMEOUT:
             if spec.is_async:
                 result = await spec.fn(ctx, claimed.payload)
             else:
@@ -106,7 +111,11 @@ async def execute(
                 # shield: giving up on the wait must not mark the thread's future done;
                 # the worker watches it to know when the thread really returns.
                 result = await asyncio.shield(thread)
-    except TimeoutError:
+    except TimeoutError as exc:
+        # Raised by the handler itself (its own wait_for, a socket's timeout), not by
+        # its time running out: a failure like any other.
+        if scope is None or not scope.expired():
+            return Finished(_raised(spec, claimed, ctx, exc))
         ctx.cancelled.set()
         error = f"timed out after {spec.timeout:g} s"
         if spec.retry_timeouts:
@@ -124,9 +133,7 @@ async def execute(
     except PermanentFailure as exc:
         return Finished(_final(claimed, RunState.FAILED, AttemptOutcome.FAILED, _error_text(exc)))
     except Exception as exc:  # noqa: BLE001 - a handler may raise anything; each is an outcome
-        if is_infrastructure_failure(exc, ctx):
-            return Finished(infrastructure_outcome(claimed, exc))
-        return Finished(failure_outcome(spec, claimed, AttemptOutcome.FAILED, _error_text(exc)))
+        return Finished(_raised(spec, claimed, ctx, exc))
     if ctx.is_cancelled():  # the handler saw ctx.cancelled and returned early
         return Finished(_cancelled(claimed))
     try:
@@ -136,6 +143,14 @@ async def execute(
     return Finished(
         outcome_of(claimed, RunState.SUCCEEDED, AttemptOutcome.SUCCEEDED, result_json=result_json)
     )
+
+
+def _raised(spec: HandlerSpec, claimed: ClaimedRun, ctx: RunContext, exc: Exception) -> Outcome:
+    """The outcome of a handler that raised: retried soon without spending an attempt if
+    the database failed it, else by the handler's retry policy."""
+    if is_infrastructure_failure(exc, ctx):
+        return infrastructure_outcome(claimed, exc)
+    return failure_outcome(spec, claimed, AttemptOutcome.FAILED, _error_text(exc))
 
 
 def is_infrastructure_failure(exc: BaseException, ctx: RunContext) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,10 +215,11 @@ def retrieve(task: asyncio.Task[Any]) -> None:
         log.error("background task ended with an error", task=task.get_name(), exc_info=exc)
 
 
-def watched(coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
-    """A task whose failure is logged when it ends, even if nobody awaits it."""
-    task = asyncio.ensure_future(coro)
-    task.set_name(name)
+def watched(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+    """A task whose failure is logged when it ends, even if nobody awaits it. Made by
+    the running loop itself: the worker makes one per run, and ensure_future's checks
+    cost more than the task."""
+    task = asyncio.get_running_loop().create_task(coro, name=name)
     task.add_done_callback(retrieve)
     return task
 

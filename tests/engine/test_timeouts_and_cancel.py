@@ -40,6 +40,25 @@ async def test_timeout_ends_the_attempt(make_app, kind):
     assert [a.outcome for a in await store.attempts(run_id)] == [AttemptOutcome.TIMED_OUT]
 
 
+@pytest.mark.parametrize("timeout", [None, 30.0])
+async def test_a_handlers_own_timeout_error_is_a_failure_not_a_time_out(make_app, timeout):
+    """A TimeoutError the handler raises (here its own wait_for) is its failure like any
+    other: it is not the handler's time running out, with or without a timeout set."""
+    app = make_app()
+
+    @app.handler("waits-too-little", timeout=timeout, max_attempts=1)
+    async def waits_too_little(ctx: rota.RunContext, payload: dict) -> None:
+        await asyncio.wait_for(asyncio.Event().wait(), 0.01)
+
+    store = await app.store()
+    async with working(app):
+        run_id = await app.enqueue_async("waits-too-little", {})
+        run = await wait_for_state(store, run_id, RunState.DEAD_LETTERED)
+    assert run.error is not None
+    assert run.error.startswith("TimeoutError")
+    assert [a.outcome for a in await store.attempts(run_id)] == [AttemptOutcome.FAILED]
+
+
 async def test_timeouts_are_retried_by_default(make_app):
     app = make_app()
 
