@@ -1,11 +1,14 @@
 """What the start instants of a drain under a rate limit show: whether the limit held
 (the most starts in any span of one period) and whether it was reached (the pace a
 drain kept once the first window's burst was spent). Pure, so it is tested alone
-(tests/test_bench_starts.py)."""
+(tests/test_bench_starts.py); the busiest window is the domain's, which the rate tests
+with worker processes read too."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from rota.domain.rates import busiest_window
 
 PERIOD_MICROS = 1_000_000  # the bench's rate is per second
 
@@ -23,11 +26,7 @@ class Starts:
         """``instants`` sorted, in microseconds. The pace counts the starts from one
         period after the first up to the last whole second after that: the first
         window's burst and the last partial second are left out."""
-        busiest, first = 0, 0
-        for last, at in enumerate(instants):
-            while instants[first] <= at - PERIOD_MICROS:
-                first += 1
-            busiest = max(busiest, last - first + 1)
+        busiest = busiest_window(instants, PERIOD_MICROS)
         if not instants:
             return cls(0, None, 0)
         steady_from = instants[0] + PERIOD_MICROS

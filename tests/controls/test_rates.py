@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse, micros
+from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse, busiest_window, micros
 from rota.errors import InvalidArgument
 
 
@@ -47,3 +47,14 @@ def test_a_full_bucket_says_when_it_frees() -> None:
     assert use.next_free_in() == pytest.approx(0.3)
     assert use.admit("q", "h", "other-key")
     assert use.full(RateScope.HANDLER) == ["h"]
+
+
+def test_the_busiest_window_spans_second_boundaries_and_is_half_open() -> None:
+    second = 1_000_000
+    # 4 starts late in one second and 4 early in the next: 8 within one period,
+    # although no calendar second holds more than 4.
+    late_and_early = [second - 10 + i for i in range(4)] + [second + i for i in range(4)]
+    assert busiest_window(late_and_early, second) == 8
+    assert busiest_window([0, second], second) == 1  # a whole period apart: no window shared
+    assert busiest_window([0, second - 1], second) == 2
+    assert busiest_window([], second) == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -98,6 +99,19 @@ def micros(instant: datetime | float) -> int:
         delta = instant - datetime(1970, 1, 1, tzinfo=instant.tzinfo)
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     return math.floor(instant * 1_000_000)
+
+
+def busiest_window(starts: Sequence[int], period_micros: int) -> int:
+    """The most of ``starts`` (sorted instants, microseconds) that any span of one
+    period holds: what a rate of N per that period promises never exceeds N. A start
+    leaves its window one period after it, so two starts a whole period apart share
+    none (the spans are half-open, as the rate log's are)."""
+    most, first = 0, 0
+    for last, at in enumerate(starts):
+        while starts[first] <= at - period_micros:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
 
 
 @dataclass
