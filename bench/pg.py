@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,6 +51,51 @@ def server_info(admin_url: str) -> ServerInfo:
             ).fetchall()
         }
     return ServerInfo(str(row[0]) if row else "?", settings)
+
+
+AUTOVACUUM_SOURCE_SQL = (
+    "SELECT setting, sourcefile LIKE '%%postgresql.auto.conf' FROM pg_settings"
+    " WHERE name = 'autovacuum'"
+)
+
+
+@contextlib.contextmanager
+def stock_autovacuum(admin_url: str, wait_s: float = 10.0) -> Iterator[str]:
+    """Autovacuum on for the span, as a stock server has it (issue 15: no decay "with
+    autovacuum at its stock settings, not only the leader's VACUUM"). A server that has
+    it off gets ``ALTER SYSTEM SET autovacuum = on`` and a reload, and its own setting
+    back afterwards, even after a failure. Yields what the server had ("on"/"off")."""
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+        row = conn.execute(AUTOVACUUM_SOURCE_SQL).fetchone()
+        had, set_by_alter_system = (str(row[0]), bool(row[1])) if row else ("on", False)
+        if had == "on":
+            yield had
+            return
+        conn.execute("ALTER SYSTEM SET autovacuum = on")
+        conn.execute("SELECT pg_reload_conf()")
+        try:
+            _wait_for_autovacuum(admin_url, "on", wait_s)
+            yield had
+        finally:
+            # Back as it was: an ALTER SYSTEM value is set again, a file's value is
+            # uncovered by resetting ours.
+            restore = "SET autovacuum = off" if set_by_alter_system else "RESET autovacuum"
+            conn.execute(f"ALTER SYSTEM {restore}")
+            conn.execute("SELECT pg_reload_conf()")
+            _wait_for_autovacuum(admin_url, had, wait_s)
+
+
+def _wait_for_autovacuum(admin_url: str, setting: str, wait_s: float) -> None:
+    """A reload is asynchronous: wait until a new session sees ``setting``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+            row = conn.execute("SHOW autovacuum").fetchone()
+        if row and row[0] == setting:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"autovacuum still not {setting} {wait_s:g} s after a reload")
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager

@@ -286,7 +286,9 @@ def _sustain_lines(results: Results) -> list[str]:
         f"At the end rota_runs held {_fmt(s.get('table_live_rows'))} live and "
         f"{_fmt(s.get('table_dead_rows'))} dead rows "
         f"({_fmt((s.get('table_bytes') or 0) / 2**20)} MiB with indexes) and had been "
-        f"vacuumed {_fmt(s.get('table_vacuums'))} times. The producer (one COPY of 20,000 "
+        f"vacuumed {_fmt(s.get('table_vacuums'))} times "
+        f"({_fmt(s.get('table_autovacuums'))} of them by autovacuum, which was "
+        f"{_autovacuum_said(s)}). The producer (one COPY of 20,000 "
         "runs whenever fewer than 20,000 are unfinished) runs in the bench's parent process "
         "on the same CPUs.",
     ]
@@ -301,6 +303,13 @@ def _sustain_lines(results: Results) -> list[str]:
             f"{_fmt(last['producer_cpu_us_per_job'])} |",
         ]
     return lines
+
+
+def _autovacuum_said(s: dict[str, Any]) -> str:
+    during, before = s.get("server_autovacuum"), s.get("server_autovacuum_before")
+    if before is not None and before != during:
+        return f"{during}, at its stock settings, for this scenario (the server has it {before})"
+    return f"{during or '?'} on the server"
 
 
 def _sweep_rows(results: Results) -> list[str]:

@@ -135,6 +135,13 @@ def _settled_tables(probe: pg.Probe) -> dict[str, list[float]]:
     return last or {}
 
 
+def _statements_counted(admin_url: str) -> bool:
+    """Whether the server loads pg_stat_statements (a restart-only setting)."""
+    with pg.Probe(admin_url) as probe:
+        row = probe.row("SELECT current_setting('shared_preload_libraries')")
+    return row is not None and "pg_stat_statements" in str(row[0])
+
+
 def measure(cfg: BenchConfig, system: System, prefill: Prefill | None = None) -> dict[str, Any]:
     """One drain of ``cfg.jobs`` runs; the server's work per run. ``prefill`` replaces
     the system's own (``--breaker``: the handler under a closed breaker)."""
@@ -322,6 +329,26 @@ def _run(args: argparse.Namespace, label: str) -> int:
     from bench import rates  # imports rota: only once its source is pinned
 
     cfg = replace(BenchConfig(admin_url=args.admin_url), jobs=args.jobs, repeats=args.repeats)
+    if not _statements_counted(cfg.admin_url):
+        # A stock server does not load it, and loading it takes a restart: said in the
+        # report (make bench goes on to its next part), not a crash.
+        text = "\n".join(
+            [
+                START,
+                "### What one completed run costs the server (bench.server_cost)",
+                "",
+                "Not measured in this run: this server does not load `pg_stat_statements` "
+                "(`shared_preload_libraries`), which the statement and WAL counts come "
+                "from. To measure: `ALTER SYSTEM SET shared_preload_libraries = "
+                "'pg_stat_statements'`, restart PostgreSQL, run `python -m "
+                "bench.server_cost --write`.",
+                END,
+            ]
+        )
+        say("server cost: not measured (pg_stat_statements is not loaded on this server)")
+        if args.write:
+            sections.replace_section(text, START, END, REPORT)
+        return 0
     measured: dict[str, list[dict[str, Any]]] = {}
     chosen = systems(args, label + (", closed breaker" if args.breaker else ""))
     for repeat in range(cfg.repeats):
