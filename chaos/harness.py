@@ -196,9 +196,10 @@ class Context:
             self._app = None
 
     def app_call(self, call: Callable[[rota.App], T], retry_for: float = 30.0) -> T:
-        """``call(self.app)``, retried while the store is unreachable. The App's pool
-        hands out a connection the server ended while it sat idle (a restart, a
-        terminated backend) and fails once; each retry is counted as a figure."""
+        """``call(self.app)``, retried while the store is unreachable: while the server
+        is down, and if the App's pool ever handed out a connection the server ended
+        (it checks one whose socket has something to read, pool.py). Each retry is
+        counted as a figure, so a dead connection handed out shows in the report."""
         deadline = time.monotonic() + retry_for
         while True:
             try:
