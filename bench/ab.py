@@ -38,6 +38,9 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "enqueue jobs/s (calls of 1,000)": ("enqueue", "jobs/s", True),
     "enqueue jobs/s (one call of 20,000)": ("enqueue", "jobs/s", True),
     "drain jobs/s (PostgreSQL, 2 processes)": ("drain", "jobs/s", True),
+    # (f)'s keyed drain, and its ratio to the plain drain measured just before it.
+    "keyed drain jobs/s (2 processes, 100 keys x limit 5)": ("keyed", "jobs/s", True),
+    "keyed / plain drain": ("keyed", "ratio", True),
     "pickup latency p50 ms": ("latency", "ms", False),
     "pickup latency p99 ms": ("latency", "ms", False),
     "pickup after 3 s idle ms (worst of 3)": ("latency", "ms", False),
@@ -48,7 +51,7 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "SQLite worker CPU µs/job (1 process)": ("sqlite", "µs", False),
     "SQLite worker CPU µs/job (2 processes)": ("sqlite", "µs", False),
 }
-SCENARIOS = ("enqueue", "drain", "latency", "sqlite")
+SCENARIOS = ("enqueue", "drain", "keyed", "latency", "sqlite")
 
 
 # -- the child: one measurement of one revision ---------------------------------
@@ -77,6 +80,19 @@ def measure(scenario: str, jobs: int) -> dict[str, float]:
     if scenario == "drain":
         drained = scenarios.pg_drain_once(cfg, system, processes=2)
         return {"drain jobs/s (PostgreSQL, 2 processes)": drained.jobs_per_s}
+    if scenario == "keyed":
+        from bench.limited import KEY_LIMIT, KEYS
+        from bench.rota_runner import prefill_keyed
+
+        async def prefill(url: str, total: int) -> None:
+            await prefill_keyed(url, total, KEYS, KEY_LIMIT)
+
+        plain = scenarios.pg_drain_once(cfg, system, processes=2)
+        keyed = scenarios.pg_drain_once(cfg, system, processes=2, prefill=prefill)
+        return {
+            "keyed drain jobs/s (2 processes, 100 keys x limit 5)": keyed.jobs_per_s,
+            "keyed / plain drain": keyed.jobs_per_s / plain.jobs_per_s,
+        }
     elif scenario == "latency":
         stats = latency_once(cfg, system)
         return {
@@ -180,7 +196,7 @@ def table(sides: tuple[Side, Side], measured: dict[str, Any]) -> list[str]:
         "| after/before | within 5% |",
         "| --- | ---: | ---: | ---: | --- |",
     ]
-    for metric, (_, _, higher_is_better) in METRICS.items():
+    for metric, (_, unit, higher_is_better) in METRICS.items():
         if metric not in measured["samples"][before.commit]:
             continue
         b = statistics.median(measured["samples"][before.commit][metric])
@@ -188,7 +204,8 @@ def table(sides: tuple[Side, Side], measured: dict[str, Any]) -> list[str]:
         ratio = a / b
         worse = (1 - ratio) if higher_is_better else (ratio - 1)
         verdict = "yes" if worse <= 0.05 else f"no ({worse:.1%} worse)"
-        lines.append(f"| {metric} | {b:,.1f} | {a:,.1f} | {ratio:.3f} | {verdict} |")
+        digits = 3 if unit == "ratio" else 1
+        lines.append(f"| {metric} | {b:,.{digits}f} | {a:,.{digits}f} | {ratio:.3f} | {verdict} |")
     return lines
 
 

@@ -186,6 +186,8 @@ def test_a_worker_process_logs_each_finished_run_as_json(sqlite_url: str, tmp_pa
                 "-m",
                 "rota",
                 "--log-json",
+                "--log-level",
+                "debug",  # a success's line is at debug
                 "worker",
                 "--app",
                 "tests.apps.proc_app:app",
@@ -214,5 +216,5 @@ def test_a_worker_process_logs_each_finished_run_as_json(sqlite_url: str, tmp_pa
     assert entry["outcome"] == "succeeded"
     assert entry["handler"] == "record"
     assert entry["worker"] == "json-w"
-    assert entry["level"] == "info"
+    assert entry["level"] == "debug"
     assert {"queue", "attempt", "fence", "duration_seconds", "job_id"} <= set(entry)

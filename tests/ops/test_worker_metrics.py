@@ -53,7 +53,11 @@ async def test_finished_runs_are_counted_timed_and_logged(make_app) -> None:
 
     finished = [entry for entry in logs if entry["event"] == "run finished"]
     assert sorted(e["run_id"] for e in finished) == sorted([*ok_ids, bad_id])
+    # A success is told at debug (a line per success at info was half again the
+    # worker's work, ADR 0026); every other outcome at info.
+    assert {e["log_level"] for e in finished if e["run_id"] in ok_ids} == {"debug"}
     line = next(e for e in finished if e["run_id"] == bad_id)
+    assert line["log_level"] == "info"
     assert line["outcome"] == "dead_lettered"
     assert line["handler"] == "om-broken"
     assert line["queue"] == "om-q"

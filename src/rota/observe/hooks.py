@@ -168,12 +168,17 @@ def run_finished(
     run: ClaimedRun, outcome: Outcome, written: bool, seconds: float, worker_id: str
 ) -> None:
     """One attempt ended and its outcome was written (``written``) or refused by the
-    fence. Counted, timed, and told in one log line at info."""
+    fence. Counted, timed, and told in one log line: at info when the attempt did not
+    succeed, at debug when it did. A line per success at info cost a drain 25-50 µs of
+    worker CPU per run (rendering and one write per line: half again the worker's own
+    work), and the metrics count successes anyway (ADR 0026)."""
     if not written:
         OBSERVER.instruments.stale_writes.inc()
         return
-    OBSERVER.instruments.runs.finished(run.queue, run.handler, outcome.state.value, seconds)
-    run_log.info(
+    state = outcome.state.value
+    OBSERVER.instruments.runs.finished(run.queue, run.handler, state, seconds)
+    say = run_log.debug if state == "succeeded" else run_log.info
+    say(
         "run finished",
         run_id=run.run_id,
         job_id=run.job_id,
@@ -183,7 +188,7 @@ def run_finished(
         fence=run.fence,
         worker=worker_id,
         duration_seconds=seconds,
-        outcome=outcome.state.value,
+        outcome=state,
     )
 
 
