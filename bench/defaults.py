@@ -5,7 +5,9 @@ are fast"). Four configurations drain the same pre-enqueued no-op runs, each in 
 database, the order rotating between repeats so neither system always goes first:
 
 - rota as shipped: ``App.work`` with ``app.worker_options()`` untouched and the event
-  loop ``rota worker`` picks (rota.loops: uvloop when installed), Settings defaults;
+  loop ``rota worker`` picks (rota.loops: uvloop when installed), Settings defaults,
+  logging at ``rota worker``'s default level, info (bench.procs.quiet_logging: what
+  passes the level is built and dropped, not printed; every bench worker does this);
 - rota best tuned: concurrency 200 per process on uvloop (the bench sweep's usual pick);
 - PgQueuer at its best documented settings (bench.peers.pgqueuer: batch 100, uvloop);
 - PgQueuer at its defaults (``QueueManager.run`` with its default batch size, asyncio).
