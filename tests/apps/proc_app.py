@@ -35,6 +35,12 @@ async def record(ctx: rota.RunContext, payload: Any) -> Any:
     return payload
 
 
+@app.handler("broken", max_attempts=1)
+async def broken(ctx: rota.RunContext, payload: Any) -> None:
+    mark(ctx, "executed")
+    raise RuntimeError("broken on purpose")
+
+
 @app.handler("slow", max_attempts=5, retry=rota.retry.Fixed(0))
 async def slow(ctx: rota.RunContext, payload: dict[str, Any]) -> dict[str, Any]:
     """Sleeps ``seconds`` (only on attempt 1 when ``first_only``), marking start and end."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -95,11 +96,14 @@ def set_enabled(enabled: bool) -> None:
     OBSERVER.enabled = enabled
 
 
-def _guarded(part: str) -> Callable[[Callable[P, None]], Callable[P, None]]:
+def _guarded(part: str, metrics: bool = True) -> Callable[[Callable[P, None]], Callable[P, None]]:
+    """A hook that never raises into its caller; with ``metrics``, one that
+    ``set_enabled(False)`` turns off (a log line is not a metric: it stays)."""
+
     def wrap(fn: Callable[P, None]) -> Callable[P, None]:
         @functools.wraps(fn)
         def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
-            if not OBSERVER.enabled:
+            if metrics and not OBSERVER.enabled:
                 return
             try:
                 fn(*args, **kwargs)
@@ -163,21 +167,37 @@ def run_let_go(run: ClaimedRun) -> None:
     OBSERVER.instruments.runs.let_go(run.queue)
 
 
-@_guarded("finish")
 def run_finished(
     run: ClaimedRun, outcome: Outcome, written: bool, seconds: float, worker_id: str
 ) -> None:
     """One attempt ended and its outcome was written (``written``) or refused by the
-    fence. Counted, timed, and told in one log line: at info when the attempt did not
-    succeed, at debug when it did. A line per success at info cost a drain 25-50 µs of
-    worker CPU per run (rendering and one write per line: half again the worker's own
-    work), and the metrics count successes anyway (ADR 0026)."""
-    if not written:
-        OBSERVER.instruments.stale_writes.inc()
-        return
+    fence: counted and timed, and told in one log line."""
     state = outcome.state.value
-    OBSERVER.instruments.runs.finished(run.queue, run.handler, state, seconds)
-    say = run_log.debug if state == "succeeded" else run_log.info
+    _count_finished(run, state, written, seconds)
+    if written:
+        _tell_finished(run, state, seconds, worker_id)
+
+
+@_guarded("finish")
+def _count_finished(run: ClaimedRun, state: str, written: bool, seconds: float) -> None:
+    if written:
+        OBSERVER.instruments.runs.finished(run.queue, run.handler, state, seconds)
+    else:
+        OBSERVER.instruments.stale_writes.inc()
+
+
+@_guarded("finish-log", metrics=False)
+def _tell_finished(run: ClaimedRun, state: str, seconds: float, worker_id: str) -> None:
+    """At info when the attempt did not succeed, at debug when it did: a line per
+    success at info cost a drain 25-50 µs of worker CPU per run (rendering, and a write
+    per line), half again the worker's own work, and the metrics count successes
+    anyway (ADR 0026). A level that is filtered out costs one test, not the call (where
+    the configured logger can tell: structlog's filtering loggers can)."""
+    succeeded = state == "succeeded"
+    enabled = getattr(run_log, "is_enabled_for", None)
+    if enabled is not None and not enabled(logging.DEBUG if succeeded else logging.INFO):
+        return
+    say = run_log.debug if succeeded else run_log.info
     say(
         "run finished",
         run_id=run.run_id,
