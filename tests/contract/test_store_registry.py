@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from rota.domain.workers import WorkerInfo, WorkerState
 from rota.store.port import Store
 
@@ -84,3 +86,33 @@ async def test_vacuum_runs_on_a_busy_table(store: Store) -> None:
     await claim(store, T0, limit=20)
     await store.vacuum()  # must not fail inside the store's own connection handling
     assert len(await store.list_workers()) == 0
+
+
+async def test_sqlite_vacuum_waits_for_another_writer_instead_of_failing(sqlite_url: str) -> None:
+    """PRAGMA optimize reads the statistics and then writes them: in autocommit, a
+    writer committing while it waited for the lock left its read snapshot stale, and
+    SQLite answers that at once with "database is locked" (no busy wait). Under a
+    steady drain the leader's vacuum then failed nearly every time."""
+    import sqlite3
+
+    from rota.store.sqlite import SqliteStore
+
+    store = SqliteStore(sqlite_url)
+    await store.open()
+    await store.migrate()
+    try:
+        for _ in range(50):
+            await enqueue_one(store, T0)
+        await claim(store, T0, limit=20)  # the claim's query marks its tables for optimize
+        other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("CREATE TABLE test_writer_held (x INTEGER)")
+        vacuum = asyncio.create_task(store.vacuum())
+        # Still held: the vacuum waits for the writer lock (it has not failed at once).
+        done, _ = await asyncio.wait({vacuum}, timeout=0.3)
+        assert not done, vacuum.exception() if done else None
+        other.execute("COMMIT")
+        other.close()
+        await asyncio.wait_for(vacuum, 10)  # then runs once the other writer commits
+    finally:
+        await store.close()
