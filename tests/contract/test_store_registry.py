@@ -89,10 +89,10 @@ async def test_vacuum_runs_on_a_busy_table(store: Store) -> None:
 
 
 async def test_sqlite_vacuum_waits_for_another_writer_instead_of_failing(sqlite_url: str) -> None:
-    """PRAGMA optimize reads the statistics and then writes them: in autocommit, a
-    writer committing while it waited for the lock left its read snapshot stale, and
-    SQLite answers that at once with "database is locked" (no busy wait). Under a
-    steady drain the leader's vacuum then failed nearly every time."""
+    """PRAGMA optimize reads the statistics and then writes them: in autocommit, with
+    another process writing, SQLite refused that write at once ("database is locked",
+    no busy wait), so under a steady drain the leader's vacuum kept failing. It must
+    wait for the writer lock like any write."""
     import sqlite3
 
     from rota.store.sqlite import SqliteStore
@@ -100,11 +100,11 @@ async def test_sqlite_vacuum_waits_for_another_writer_instead_of_failing(sqlite_
     store = SqliteStore(sqlite_url)
     await store.open()
     await store.migrate()
+    other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
     try:
         for _ in range(50):
             await enqueue_one(store, T0)
         await claim(store, T0, limit=20)  # the claim's query marks its tables for optimize
-        other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
         other.execute("BEGIN IMMEDIATE")
         other.execute("CREATE TABLE test_writer_held (x INTEGER)")
         vacuum = asyncio.create_task(store.vacuum())
@@ -112,7 +112,7 @@ async def test_sqlite_vacuum_waits_for_another_writer_instead_of_failing(sqlite_
         done, _ = await asyncio.wait({vacuum}, timeout=0.3)
         assert not done, vacuum.exception() if done else None
         other.execute("COMMIT")
-        other.close()
         await asyncio.wait_for(vacuum, 10)  # then runs once the other writer commits
     finally:
+        other.close()  # a failed check must not leave the lock held for store.close
         await store.close()

@@ -285,10 +285,9 @@ class SqliteDialect:
     async def vacuum(self) -> None:
         # SQLite reuses freed pages by itself; refreshing the planner's statistics is
         # what keeps the claim on its index. PRAGMA optimize reads, then writes: in
-        # autocommit its read snapshot goes stale when another process writes first,
-        # and SQLite refuses the write at once ("database is locked", no busy wait),
-        # so under load it failed nearly every time. Taking the writer lock first
-        # makes it wait its turn like any write.
+        # autocommit, with another process writing, SQLite refuses that write at once
+        # ("database is locked", no busy wait), so under load it kept failing. Taking
+        # the writer lock first makes it wait its turn like any write.
         def optimize(conn: sqlite3.Connection) -> None:
             with self._immediate(conn):
                 conn.execute("PRAGMA optimize")
