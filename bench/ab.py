@@ -1,8 +1,8 @@
 """``python -m bench.ab --before REV --after REV [--repeats N] [--jobs N] [--write]``
 
 An A/B of rota against itself: two revisions' src/rota, measured with bench's own
-scenario code (bulk enqueue, the 2-process PostgreSQL drain, pickup latency, and the
-SQLite drain), rota only, no peers. The machine is shared and noisy, so the two sides
+scenario code (bulk enqueue, the 2-process PostgreSQL drain, the keyed drain beside a
+plain one, pickup latency, and the SQLite drain), rota only, no peers. The machine is shared and noisy, so the two sides
 are INTERLEAVED (before, after, after, before, ...): whatever load comes and goes falls
 on both alike, and the after/before ratio of the medians stays fair.
 
