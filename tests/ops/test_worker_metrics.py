@@ -52,10 +52,13 @@ async def test_finished_runs_are_counted_timed_and_logged(make_app) -> None:
     assert sample("rota_runs_in_flight", {"queue": "om-q"}) == 0
 
     finished = [entry for entry in logs if entry["event"] == "run finished"]
-    assert sorted(e["run_id"] for e in finished) == sorted([*ok_ids, bad_id])
     # A success is told at debug (a line per success at info was half again the
-    # worker's work, ADR 0026); every other outcome at info.
-    assert {e["log_level"] for e in finished if e["run_id"] in ok_ids} == {"debug"}
+    # worker's work, ADR 0026), every other outcome at info. Whether debug lines reach
+    # this capture depends on the level an earlier test of this process configured
+    # (structlog caches its loggers), so only their level is checked here;
+    # test_worker_http checks both levels in a worker process of its own.
+    assert {e["run_id"] for e in finished} - set(ok_ids) == {bad_id}
+    assert {e["log_level"] for e in finished if e["run_id"] in ok_ids} <= {"debug"}
     line = next(e for e in finished if e["run_id"] == bad_id)
     assert line["log_level"] == "info"
     assert line["outcome"] == "dead_lettered"
