@@ -2,9 +2,10 @@
 
 An A/B of rota against itself: two revisions' src/rota, measured with bench's own
 scenario code (bulk enqueue, the 2-process PostgreSQL drain, the keyed drain beside a
-plain one, pickup latency, and the SQLite drain), rota only, no peers. The machine is shared and noisy, so the two sides
-are INTERLEAVED (before, after, after, before, ...): whatever load comes and goes falls
-on both alike, and the after/before ratio of the medians stays fair.
+plain one, pickup latency, and the SQLite drain), rota only, no peers. The machine is
+shared and noisy, so the two sides are INTERLEAVED (before, after, after, before, ...):
+whatever load comes and goes falls on both alike, and the after/before ratio of the
+medians stays fair.
 
 Each measurement runs in a child process that pins its revision's source first
 (bench.snapshot), so the two rotas never share an interpreter. ``--write`` puts the
