@@ -4,6 +4,7 @@ standalone worker; bad or taken addresses are a clear error and a non-zero exit.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -173,9 +174,6 @@ def _finished_lines_of_a_worker(
 ) -> tuple[list[int], list[dict[str, object]]]:
     """Enqueue one run per handler, run `rota --log-json [levels] worker` until the last
     one's line is written, stop it gracefully; the run ids and every `run finished` line."""
-    import json
-    import os
-
     env = {**os.environ, "PYTHONPATH": str(REPO), "ROTA_TEST_MARKS": str(tmp_path), **env}
     run_ids = [_enqueue(sqlite_url, env, handler) for handler in handlers]
     log = tmp_path / "worker.log"

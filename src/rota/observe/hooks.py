@@ -189,11 +189,10 @@ def _count_finished(run: ClaimedRun, state: str, written: bool, seconds: float) 
 
 @_guarded("finish-log", metrics=False)
 def _tell_finished(run: ClaimedRun, state: str, seconds: float, worker_id: str) -> None:
-    """At info when the attempt did not succeed, at debug when it did: a line per
-    success at info cost a drain 25-50 µs of worker CPU per run (rendering, and a write
-    per line), half again the worker's own work, and the metrics count successes
-    anyway (ADR 0026). A level that is filtered out costs one test, not the call (where
-    the configured logger can tell: structlog's filtering loggers can)."""
+    """At info when the attempt did not succeed, at debug when it did (ADR 0026: a
+    line per success at info was half again a no-op run's worker CPU). A level that is
+    filtered out costs one test, not the call (where the configured logger can tell:
+    structlog's filtering loggers can)."""
     succeeded = state == "succeeded"
     enabled = getattr(run_log, "is_enabled_for", None)
     if enabled is not None and not enabled(logging.DEBUG if succeeded else logging.INFO):
