@@ -128,6 +128,9 @@ class Housekeeper:
             log.info("pruned finished workflow runs", count=workflows)
         event_cutoff = now - timedelta(seconds=self.settings.event_retention_seconds)
         await cast(EventStore, self.store).prune_events(event_cutoff, PRUNE_BATCH, term)
+        retired = await self.store.retire_history(cutoff, term)
+        if retired:
+            log.info("retired days of finished runs", count=retired)
         return await self.store.prune_finished(cutoff, PRUNE_BATCH, term)
 
     async def reap_cycle(self, term: int | None = None) -> None:

@@ -112,7 +112,8 @@ async def test_lease_writes_look_runs_up_by_id(pg_clean: str, query: str) -> Non
         args = ", ".join(values[name] for name in order)
         cur = await conn.execute(f"EXPLAIN EXECUTE lease_write({args})")
         plan = "\n".join(row[0] for row in await cur.fetchall())
-    assert "Index Scan using rota_runs_pkey on rota_runs r" in plan, plan
+    assert "Index Scan using rota_runs_live_pkey on rota_runs_live r" in plan, plan
+    assert "rota_runs_history" not in plan, plan  # the queue's partition only
     assert "rota_runs_leased" not in plan, plan
     if query == "complete":
         # The answer is read from the updated rows alone: joined to the attempts just
@@ -176,7 +177,7 @@ async def test_a_renewal_after_the_first_can_rewrite_the_run_in_place(pg_clean: 
     renew = load_queries("postgres")["renew"]
     params = {"id": list(range(1, 21)), "fence": [1] * 20, "lease_seconds": 30.0, "now": None}
     counts = "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables"
-    counts += " WHERE relname = 'rota_runs'"
+    counts += " WHERE relname = 'rota_runs_live'"  # the queue's partition
     async with await psycopg.AsyncConnection.connect(pg_clean) as conn:
         assert len(await (await conn.execute(renew, params)).fetchall()) == 20  # -> running
         await conn.commit()

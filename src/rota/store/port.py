@@ -134,6 +134,11 @@ class Store(Protocol):
         self, older_than: datetime, limit: int, leader_term: int | None = None
     ) -> int: ...
 
+    async def retire_history(self, older_than: datetime, leader_term: int | None = None) -> int:
+        """Drop whole days of history that ended before ``older_than`` (with their
+        attempts, logs and keys) and make the coming days' partitions; the runs retired.
+        Where history is one table (SQLite), :meth:`prune_finished` does it all."""
+
     # -- reading and steering -----------------------------------------------
     async def get_run(self, run_id: int) -> Run | None: ...
 

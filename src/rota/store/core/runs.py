@@ -239,6 +239,15 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
     ) -> int:
         return await self._prune("prune_finished", older_than, limit, leader_term)
 
+    async def retire_history(self, older_than: datetime, leader_term: int | None = None) -> int:
+        async def retire(session: Session) -> int:
+            if not await self._term_holds(session, leader_term):
+                return 0
+            [row] = await session.rows("retire_history", {"older_than": older_than})
+            return int(row["runs"])
+
+        return await self._d.in_transaction(None, retire)
+
 
 def _verdict(row: dict[str, Any], poison_after: int) -> dict[str, Any]:
     reaped = reap_verdict(

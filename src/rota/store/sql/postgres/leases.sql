@@ -1,12 +1,14 @@
 -- A claimed run's lease: renewing it, writing its outcome, handing it back, and the
 -- reaper's writes once it expired. Every write names the run's fence.
 --
--- These writes find their runs by id (the primary key), one lookup per run, and test
--- the state as ``r.state || ''``: that hides the test from the planner's partial-index
--- matching. Written plainly, it lets the planner pick rota_runs_leased whenever its
--- statistics say few runs are held (e.g. analysed just after a bulk enqueue), and that
--- plan joins EVERY held lease against every row of the batch: 100 x 800 comparisons
--- per completion on a busy two-worker drain, instead of 100 index lookups.
+-- These writes find their runs by id, one lookup per run, and test the state as
+-- ``r.state || ''``: that hides the test from the planner's partial-index matching.
+-- Written plainly, it lets the planner pick rota_runs_leased whenever its statistics
+-- say few runs are held (e.g. analysed just after a bulk enqueue), and that plan joins
+-- EVERY held lease against every row of the batch: 100 x 800 comparisons per
+-- completion on a busy two-worker drain, instead of 100 index lookups. Each also names
+-- every live state plainly: that test implies no partial index, and it lets the planner
+-- read only the queue's partition (rota_runs_live, migration 20), not history.
 
 -- name: renew
 -- The first renewal also confirms the run is executing (Claimed -> Running).
@@ -16,6 +18,7 @@ SET lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s),
     state = 'running'
 FROM unnest(%(id)b::bigint[], %(fence)b::bigint[]) AS l(id, fence), t
 WHERE r.id = l.id AND r.fence = l.fence AND r.state || '' IN ('claimed', 'running')
+      AND r.state IN ('pending', 'claimed', 'running', 'retrying', 'waiting')
 RETURNING r.id, r.cancel_requested, r.lease_expires_at;
 
 -- name: complete
@@ -50,6 +53,7 @@ done AS (
                            ELSE t.now END
     FROM input c, t
     WHERE r.id = c.id AND r.fence = c.fence AND r.state || '' IN ('claimed', 'running')
+      AND r.state IN ('pending', 'claimed', 'running', 'retrying', 'waiting')
       -- With judge_breakers, an outcome a circuit breaker must judge is left out, for
       -- the caller to write with the breaker's move in one transaction (ADR 0016): a
       -- failure (domain/breakers.py is_failure) of a handler with a rule, and a success
@@ -129,6 +133,7 @@ released AS (
         attempt = r.attempt - 1, lease_expires_at = NULL
     FROM unnest(%(id)b::bigint[], %(fence)b::bigint[]) AS l(id, fence), t
     WHERE r.id = l.id AND r.fence = l.fence AND r.state || '' IN ('claimed', 'running')
+      AND r.state IN ('pending', 'claimed', 'running', 'retrying', 'waiting')
     RETURNING r.id, r.fence, r.attempt + 1 AS attempt, r.worker_id, r.started_at
 ),
 recorded AS (
@@ -168,6 +173,7 @@ reaped AS (
         finished_at = CASE WHEN v.state = 'pending' THEN NULL ELSE t.now END
     FROM input v, t
     WHERE r.id = v.id AND r.fence = v.fence AND r.state || '' IN ('claimed', 'running')
+      AND r.state IN ('pending', 'claimed', 'running', 'retrying', 'waiting')
     RETURNING r.id, r.fence, r.attempt, r.worker_id, r.started_at, r.state, v.attempt_error,
               r.namespace, r.handler, r.queue
 ),

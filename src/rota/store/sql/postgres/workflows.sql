@@ -20,27 +20,38 @@ WHERE namespace = %(namespace)s AND name = %(name)s
   AND idempotency_key = %(idempotency_key)s;
 
 -- name: insert_steps
-INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+-- A step's idempotency key is kept as a run's is (runs.sql insert_runs).
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+r AS MATERIALIZED (
+    SELECT nextval('rota_run_id_seq') AS id, r.*
+    FROM unnest(%(namespace)b::text[], %(handler)b::text[], %(queue)b::text[],
+                %(payload)b::text[], %(priority)b::smallint[], %(max_attempts)b::integer[],
+                %(timeout_seconds)b::double precision[], %(idempotency_key)b::text[],
+                %(replay_of)b::bigint[], %(tags)b::text[], %(trace_context)b::text[],
+                %(state)b::text[], %(workflow_run_id)b::bigint[], %(step_name)b::text[],
+                %(map_index)b::integer[], %(step_input)b::text[])
+         AS r(namespace, handler, queue, payload, priority, max_attempts, timeout_seconds,
+              idempotency_key, replay_of, tags, trace_context, state, workflow_run_id,
+              step_name, map_index, step_input)
+),
+keyed AS (
+    INSERT INTO rota_idempotency_keys (namespace, handler, idempotency_key, run_id)
+    SELECT namespace, handler, idempotency_key, id FROM r WHERE idempotency_key IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING run_id
+)
+INSERT INTO rota_runs (id, namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, tags,
                        trace_context, created_at, state, workflow_run_id, step_name,
                        map_index, step_input)
-SELECT r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority, t.now,
+SELECT r.id, r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority, t.now,
        t.now - make_interval(secs => r.priority * %(aging_seconds)s),
        r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of,
        NULLIF(r.tags::text[], '{}'), r.trace_context, t.now, r.state, r.workflow_run_id,
        r.step_name, r.map_index, r.step_input::jsonb
-FROM unnest(%(namespace)b::text[], %(handler)b::text[], %(queue)b::text[],
-            %(payload)b::text[], %(priority)b::smallint[], %(max_attempts)b::integer[],
-            %(timeout_seconds)b::double precision[], %(idempotency_key)b::text[],
-            %(replay_of)b::bigint[], %(tags)b::text[], %(trace_context)b::text[],
-            %(state)b::text[], %(workflow_run_id)b::bigint[], %(step_name)b::text[],
-            %(map_index)b::integer[], %(step_input)b::text[])
-     AS r(namespace, handler, queue, payload, priority, max_attempts, timeout_seconds,
-          idempotency_key, replay_of, tags, trace_context, state, workflow_run_id,
-          step_name, map_index, step_input),
-     (SELECT COALESCE(%(now)s::timestamptz, now()) AS now) t
-ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
-DO NOTHING
+FROM r, t
+WHERE r.idempotency_key IS NULL OR r.id IN (SELECT run_id FROM keyed)
+ORDER BY r.id
 RETURNING id;
 
 -- name: lock_workflow_run
@@ -210,6 +221,7 @@ WITH doomed AS (
 steps AS (SELECT id FROM rota_runs WHERE workflow_run_id IN (SELECT id FROM doomed)),
 gone_attempts AS (DELETE FROM rota_attempts WHERE run_id IN (SELECT id FROM steps)),
 gone_logs AS (DELETE FROM rota_run_logs WHERE run_id IN (SELECT id FROM steps)),
+gone_keys AS (DELETE FROM rota_idempotency_keys WHERE run_id IN (SELECT id FROM steps)),
 gone_steps AS (DELETE FROM rota_runs WHERE id IN (SELECT id FROM steps))
 DELETE FROM rota_workflow_runs WHERE id IN (SELECT id FROM doomed)
 RETURNING id;

@@ -52,6 +52,10 @@ UPDATE rota_runs SET cancel_requested = 1
 WHERE id = :id AND state IN ('claimed', 'running')
 RETURNING id;
 
+-- name: retire_history
+-- History is one table here, pruned in batches by prune_finished; nothing to retire.
+SELECT 0 AS runs;
+
 -- name: prune_finished
 -- Three deletes of the same runs: each picks them alike (the runs are deleted last).
 -- A workflow's steps go with their workflow run (prune_workflow_runs).

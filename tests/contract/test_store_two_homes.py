@@ -1,0 +1,134 @@
+"""PostgreSQL keeps a run in one of two homes (migration 20, ADR 0027): the queue
+(rota_runs_live) holds what a claim, a renewal or the reaper still needs, history
+(rota_runs_history, by finish day) every finished run. The statement that finishes a
+run moves it; reads name rota_runs and see both, each reading only the home it needs."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from rota.domain.runs import RunFilter
+from rota.domain.states import TERMINAL_STATES, RunState
+from rota.store.port import ClaimRequest
+from rota.store.postgres import PostgresStore
+from rota.store.queries import load_queries
+
+from .support import T0, claim, new_run, succeeded
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.postgres]
+
+RUNS = 4000
+HELD = 40
+FINAL = sorted(state.value for state in TERMINAL_STATES)
+
+
+async def _mixed_table(url: str) -> None:
+    """Many finished runs, a backlog, a few dead letters and a few held runs, analysed."""
+    store = PostgresStore(url)
+    await store.open()
+    try:
+        await store.enqueue([new_run() for _ in range(RUNS)], T0)
+        claimed = await store.claim(
+            ClaimRequest(worker_id="w", queues=("default",), limit=HELD, lease_seconds=30.0), T0
+        )
+        assert len(claimed) == HELD
+    finally:
+        await store.close()
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(
+            "UPDATE rota_runs SET state = 'succeeded', attempt = 1, fence = 1,"
+            " finished_at = %(t)s WHERE id > %(held)s AND id <= 2000",
+            {"t": T0, "held": HELD},
+        )
+        await conn.execute(
+            "UPDATE rota_runs SET state = 'dead_lettered', attempt = 1, fence = 1,"
+            " finished_at = %(t)s WHERE id > 2000 AND id <= 2020",
+            {"t": T0},
+        )
+        await conn.execute("VACUUM ANALYZE rota_runs")
+
+
+async def _homes(url: str) -> dict[str, list[str]]:
+    """Each home's states, one entry per run."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        homes: dict[str, list[str]] = {}
+        for home in ("rota_runs_live", "rota_runs_history"):
+            cur = await conn.execute(f"SELECT state FROM {home}")  # noqa: S608 - fixed names
+            homes[home] = [row[0] for row in await cur.fetchall()]
+        return homes
+
+
+async def _plan(url: str, query: str, params: dict[str, object]) -> str:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute("EXPLAIN " + load_queries("postgres")[query], params)
+        return "\n".join(row[0] for row in await cur.fetchall())
+
+
+async def test_a_finished_run_leaves_the_queue_in_the_statement_that_finishes_it(
+    pg_clean: str,
+) -> None:
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        await store.enqueue([new_run() for _ in range(6)], T0)
+        claimed = await claim(store, limit=4)
+        done = [succeeded(c) for c in claimed[:2]]
+        assert await store.complete(done, T0) == {c.run_id for c in claimed[:2]}
+        await store.request_cancel(6, T0)
+        homes = await _homes(pg_clean)
+        assert sorted(homes["rota_runs_history"]) == ["cancelled", "succeeded", "succeeded"]
+        assert sorted(homes["rota_runs_live"]) == ["claimed", "claimed", "pending"]
+        # A run keeps its id in history, and reads by id find it there.
+        run = await store.get_run(claimed[0].run_id)
+        assert run is not None
+        assert run.state is RunState.SUCCEEDED
+        # A stale worker's second outcome for a run that moved matches nothing.
+        assert await store.complete(done, T0) == set()
+        # Its key stays taken while the run is kept: the same key returns the same run.
+        keyed = new_run(idempotency_key="k")
+        [first] = await store.enqueue([keyed], T0)
+        await store.complete([succeeded(c) for c in await claim(store, limit=10)], T0)
+        assert (await store.get_run(first.run_id)).state is RunState.SUCCEEDED  # type: ignore[union-attr]
+        [again] = await store.enqueue([keyed], T0)
+        assert (again.run_id, again.created) == (first.run_id, False)
+    finally:
+        await store.close()
+
+
+async def test_no_finished_run_is_in_the_queue(pg_clean: str) -> None:
+    await _mixed_table(pg_clean)
+    homes = await _homes(pg_clean)
+    assert sorted(set(homes["rota_runs_history"])) == ["dead_lettered", "succeeded"]
+    assert len(homes["rota_runs_history"]) == 2020 - HELD
+    assert not set(homes["rota_runs_live"]) & set(FINAL)
+    assert len(homes["rota_runs_live"]) == RUNS - (2020 - HELD)
+
+
+@pytest.mark.parametrize(
+    ("state", "home", "other"),
+    [
+        (RunState.RUNNING, "rota_runs_live", "rota_runs_history"),
+        (RunState.CLAIMED, "rota_runs_live", "rota_runs_history"),
+        (RunState.DEAD_LETTERED, "rota_runs_history", "rota_runs_live"),
+        (RunState.SUCCEEDED, "rota_runs_history", "rota_runs_live"),
+    ],
+)
+async def test_a_listing_by_state_reads_only_its_home(
+    pg_clean: str, state: RunState, home: str, other: str
+) -> None:
+    await _mixed_table(pg_clean)
+    params = {"state": state.value, "handler": None, "queue": None, "before_id": None}
+    plan = await _plan(pg_clean, "list_runs", {**params, "limit": 50})
+    assert home in plan, plan
+    assert other not in plan, plan
+    assert "Seq Scan" not in plan, plan
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        listed = await store.list_runs(RunFilter(state=state, limit=50))
+    finally:
+        await store.close()
+    expected = {RunState.CLAIMED: HELD, RunState.DEAD_LETTERED: 20, RunState.SUCCEEDED: 50}
+    assert len(listed) == expected.get(state, 0)
+    assert all(run.state is state for run in listed)
