@@ -6,20 +6,20 @@
 -- writer lock (a worker paused inside a write transaction stalls every other process).
 -- It also answers has_keyed_work, so a claim needs no third read.
 SELECT EXISTS (
-           SELECT 1 FROM rota_runs
+           SELECT 1 FROM rota_runs_live
            WHERE state IN ('pending', 'retrying') AND run_at <= :now
              AND queue IN (SELECT value FROM json_each(:queues))) AS due,
        -- INDEXED BY: the keyed runs' own index (usually empty), whatever the
        -- statistics say (stale ones made it walk every due run per poll).
        EXISTS (
-           SELECT 1 FROM rota_runs INDEXED BY rota_runs_claimable_keyed
+           SELECT 1 FROM rota_runs_live INDEXED BY rota_runs_claimable_keyed
            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
              AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
 
 -- name: claim
 -- The plain path, for runs no limit applies to. Tags: every tag the run needs is the
 -- worker's.
-UPDATE rota_runs
+UPDATE rota_runs_live
 SET state = 'claimed',
     attempt = attempt + 1,
     fence = fence + 1,
@@ -29,15 +29,15 @@ SET state = 'claimed',
 WHERE id IN (
     -- NOT INDEXED: r is reached by rowid from the per-queue lists, whatever the
     -- planner's statistics say (PRAGMA optimize on a near-empty table once made it
-    -- scan every row of rota_runs per claim; docs/benchmarks.md (m)).
-    SELECT r.id FROM json_each(:queues) AS q, rota_runs AS r NOT INDEXED
+    -- scan every row of rota_runs_live per claim; docs/benchmarks.md (m)).
+    SELECT r.id FROM json_each(:queues) AS q, rota_runs_live AS r NOT INDEXED
     WHERE r.id IN (
-        SELECT id FROM rota_runs
+        SELECT id FROM rota_runs_live
         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
           AND queue = q.value AND run_at <= :now
           AND handler NOT IN (SELECT value FROM json_each(:limited_handlers))
           AND (tags IS NULL OR NOT EXISTS (
-              SELECT 1 FROM json_each(rota_runs.tags)
+              SELECT 1 FROM json_each(rota_runs_live.tags)
               WHERE value NOT IN (SELECT value FROM json_each(:tags))))
           AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
           -- A run whose breaker is open or half-open waits for the limited path (ADR 0016).
@@ -46,8 +46,8 @@ WHERE id IN (
           AND (NOT (SELECT EXISTS (SELECT 1 FROM rota_breakers WHERE state <> 'closed'))
                OR NOT EXISTS (
                    SELECT 1 FROM rota_breakers b
-                   WHERE b.handler = rota_runs.handler
-                     AND b.breaker_key = COALESCE(rota_runs.breaker_key, '')
+                   WHERE b.handler = rota_runs_live.handler
+                     AND b.breaker_key = COALESCE(rota_runs_live.breaker_key, '')
                      AND b.state <> 'closed'))
         ORDER BY sort_at, id
         LIMIT :limit)
@@ -60,7 +60,7 @@ RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_sec
 -- name: next_due_in
 -- Asked only by a dialect with supports_notify (an idle SQLite worker polls often
 -- anyway); kept alike here so both dialects answer the same names.
-SELECT min(run_at) - :now AS seconds FROM rota_runs
+SELECT min(run_at) - :now AS seconds FROM rota_runs_live
 WHERE state IN ('pending', 'retrying') AND queue IN (SELECT value FROM json_each(:queues))
   AND run_at > :now;
 
@@ -71,13 +71,13 @@ SELECT 1 AS locked;
 
 -- name: has_keyed_work
 SELECT EXISTS (
-    SELECT 1 FROM rota_runs INDEXED BY rota_runs_claimable_keyed  -- as in anything_due
+    SELECT 1 FROM rota_runs_live INDEXED BY rota_runs_claimable_keyed  -- as in anything_due
     WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
       AND queue IN (SELECT value FROM json_each(:queues)) AND run_at <= :now) AS keyed;
 
 -- name: active_groups
 SELECT queue, handler, concurrency_key, min(concurrency_limit) AS key_limit, count(*) AS count
-FROM rota_runs
+FROM rota_runs_live
 WHERE state IN ('claimed', 'running')
 GROUP BY queue, handler, concurrency_key;
 
@@ -91,13 +91,13 @@ GROUP BY queue, handler, concurrency_key;
 WITH c AS (
     SELECT r.id, r.queue, r.handler, r.concurrency_key, r.concurrency_limit, r.rate_key,
            r.breaker_key, r.sort_at
-    FROM json_each(:queues) AS q, rota_runs AS r NOT INDEXED  -- by rowid, as in claim
+    FROM json_each(:queues) AS q, rota_runs_live AS r NOT INDEXED  -- by rowid, as in claim
     -- Unkeyed and keyed runs apart, each a range scan of its own partial index that
     -- stops after a window of matches (one scan with neither condition read every due
     -- run and sorted them, under the lock, on every limited claim).
     WHERE r.id IN (
         SELECT id FROM (
-            SELECT id FROM rota_runs INDEXED BY rota_runs_claimable
+            SELECT id FROM rota_runs_live INDEXED BY rota_runs_claimable
             WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
               AND queue = q.value AND run_at <= :now
               AND (handler IN (SELECT value FROM json_each(:limited_handlers))
@@ -106,21 +106,21 @@ WITH c AS (
               AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
               AND id NOT IN (SELECT value FROM json_each(:chosen))
               AND (tags IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM json_each(rota_runs.tags)
+                  SELECT 1 FROM json_each(rota_runs_live.tags)
                   WHERE value NOT IN (SELECT value FROM json_each(:tags))))
               AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
             ORDER BY sort_at, id
             LIMIT :window)
         UNION ALL
         SELECT id FROM (
-            SELECT id FROM rota_runs INDEXED BY rota_runs_claimable_keyed
+            SELECT id FROM rota_runs_live INDEXED BY rota_runs_claimable_keyed
             WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
               AND queue = q.value AND run_at <= :now
               AND concurrency_key NOT IN (SELECT value FROM json_each(:full_keys))
               AND handler NOT IN (SELECT value FROM json_each(:full_handlers))
               AND id NOT IN (SELECT value FROM json_each(:chosen))
               AND (tags IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM json_each(rota_runs.tags)
+                  SELECT 1 FROM json_each(rota_runs_live.tags)
                   WHERE value NOT IN (SELECT value FROM json_each(:tags))))
               AND (deadline IS NULL OR deadline >= :now OR attempt > 0)
             ORDER BY sort_at, id
@@ -130,7 +130,7 @@ WITH c AS (
 ),
 held AS (
     SELECT concurrency_key, count(*) AS key_running, min(concurrency_limit) AS key_limit
-    FROM rota_runs
+    FROM rota_runs_live
     -- The EXISTS is one test per statement: a window without keyed runs (a rated
     -- drain) reads no held run at all.
     WHERE :key_counts AND EXISTS (SELECT 1 FROM c WHERE concurrency_key IS NOT NULL)
@@ -154,7 +154,7 @@ JOIN json_each(:rate_name) AS n ON n.key = s.key
 JOIN json_each(:rate_key) AS k ON k.key = s.key
 JOIN json_each(:rate_leaves_at) AS l ON l.key = s.key
 JOIN json_each(:rate_starts) AS c ON c.key = s.key;
-UPDATE rota_runs
+UPDATE rota_runs_live
 SET state = 'claimed',
     attempt = attempt + 1,
     fence = fence + 1,
@@ -175,12 +175,12 @@ INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namesp
                                      queue, run_state, attempt, occurred_at, next_attempt_at)
 SELECT s.id, 'run.failed', r.id, r.namespace, r.handler, r.queue, 'failed', r.attempt,
        :now, :now
-FROM rota_runs r
+FROM rota_runs_live r
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace AND s.event_types LIKE '%,run.failed,%'
  AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
 WHERE r.id IN (SELECT value FROM json_each(:ids)) AND r.state IN ('pending', 'retrying');
-UPDATE rota_runs
+UPDATE rota_runs_live
 SET state = 'failed', error = :error, finished_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'retrying')
 RETURNING id;

@@ -47,7 +47,7 @@ LIMIT :limit;
 -- name: job_run_counts
 SELECT count(*) FILTER (WHERE state IN ('claimed', 'running')) AS active,
        count(*) FILTER (WHERE state IN ('pending', 'retrying')) AS waiting
-FROM rota_runs
+FROM rota_runs_live
 WHERE job_id = :job_id AND state IN ('pending', 'retrying', 'claimed', 'running');
 
 -- name: advance_jobs

@@ -11,11 +11,11 @@
 
 -- name: renew
 -- The first renewal also confirms the run is executing (Claimed -> Running).
-UPDATE rota_runs
+UPDATE rota_runs_live
 SET lease_expires_at = :now + :lease_seconds, state = 'running'
 FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence FROM json_each(:items)) AS l
-WHERE rota_runs.id = l.id AND rota_runs.fence = l.fence
-  AND +rota_runs.state IN ('claimed', 'running')
+WHERE rota_runs_live.id = l.id AND rota_runs_live.fence = l.fence
+  AND +rota_runs_live.state IN ('claimed', 'running')
 RETURNING id, cancel_requested, lease_expires_at;
 
 -- name: complete
@@ -32,7 +32,7 @@ SELECT r.id, r.fence, r.attempt, r.worker_id, r.started_at, :now, o.outcome, o.e
 FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence,
              value ->> 'outcome' AS outcome, value ->> 'error' AS error
       FROM json_each(:items)) AS o
-CROSS JOIN rota_runs r
+CROSS JOIN rota_runs_live r
 WHERE r.id = o.id AND r.fence = o.fence AND +r.state IN ('claimed', 'running')
   AND NOT (:judge_breakers AND (
       (o.outcome IN ('failed', 'timed_out')
@@ -57,7 +57,7 @@ FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence, value ->> 'state'
                                     WHEN 'dead_lettered' THEN 'run.dead_lettered'
                                     END AS event_type
       FROM json_each(:items)) AS e
-CROSS JOIN rota_runs r
+CROSS JOIN rota_runs_live r
 JOIN rota_attempts a ON a.run_id = r.id AND a.fence = r.fence
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
@@ -66,7 +66,7 @@ JOIN rota_webhook_subscriptions s
 WHERE r.id = e.id AND r.fence = e.fence AND +r.state IN ('claimed', 'running')
   AND e.event_type IS NOT NULL
   AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
-UPDATE rota_runs
+UPDATE rota_runs_live
 -- domain/settle.py completed_state: a cancel request outranks a retry.
 SET state = CASE WHEN o.state = 'retrying' AND cancel_requested THEN 'cancelled'
                  ELSE o.state END,
@@ -86,10 +86,10 @@ FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence, value ->> 'state'
              value ->> 'outcome' AS outcome, value ->> 'result' AS result,
              value ->> 'error' AS error, value ->> 'retry_delay' AS retry_delay
       FROM json_each(:items)) AS o
-WHERE rota_runs.id = o.id AND rota_runs.fence = o.fence
-  AND +rota_runs.state IN ('claimed', 'running')
+WHERE rota_runs_live.id = o.id AND rota_runs_live.fence = o.fence
+  AND +rota_runs_live.state IN ('claimed', 'running')
   AND EXISTS (SELECT 1 FROM rota_attempts a
-              WHERE a.run_id = rota_runs.id AND a.fence = rota_runs.fence)
+              WHERE a.run_id = rota_runs_live.id AND a.fence = rota_runs_live.fence)
 RETURNING id, handler, breaker_key;
 
 -- name: recorded_outcomes
@@ -100,9 +100,9 @@ WHERE run_id = :id AND fence = :fence AND outcome = :outcome;
 INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
                            outcome, error)
 SELECT id, fence, attempt, worker_id, started_at, :now, 'released', :attempt_error
-FROM rota_runs
+FROM rota_runs_live
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
-UPDATE rota_runs
+UPDATE rota_runs_live
 -- domain/settle.py released_state
 SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'pending' END,
     finished_at = CASE WHEN cancel_requested THEN :now END,
@@ -114,7 +114,7 @@ RETURNING id;
 -- Leases are judged by the database clock only; the verdict is domain/settle.py's
 -- reap_verdict.
 SELECT id, fence, attempt, max_attempts, lost_count, cancel_requested, worker_id
-FROM rota_runs
+FROM rota_runs_live
 WHERE state IN ('claimed', 'running') AND lease_expires_at < :now
 ORDER BY lease_expires_at, id
 LIMIT :limit;
@@ -134,7 +134,7 @@ FROM (SELECT :state AS state,
                          WHEN 'timed_out' THEN 'run.failed'
                          WHEN 'dead_lettered' THEN 'run.dead_lettered'
                          END AS event_type) e
-JOIN rota_runs r ON r.id = :id AND r.fence = :fence AND r.state IN ('claimed', 'running')
+JOIN rota_runs_live r ON r.id = :id AND r.fence = :fence AND r.state IN ('claimed', 'running')
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
  AND s.event_types LIKE '%,' || e.event_type || ',%'
@@ -144,9 +144,9 @@ WHERE e.event_type IS NOT NULL
 INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
                            outcome, error)
 SELECT id, fence, attempt, worker_id, started_at, :now, 'lost', :attempt_error
-FROM rota_runs
+FROM rota_runs_live
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
-UPDATE rota_runs
+UPDATE rota_runs_live
 SET state = :state,
     lost_count = lost_count + 1,
     lease_expires_at = NULL,

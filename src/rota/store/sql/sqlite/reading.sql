@@ -44,7 +44,7 @@ ORDER BY r.id DESC
 LIMIT :limit;
 
 -- name: oldest_due_run_at
-SELECT min(run_at) AS run_at FROM rota_runs
+SELECT min(run_at) AS run_at FROM rota_runs_live
 WHERE state IN ('pending', 'retrying') AND run_at <= :now;
 
 -- name: live_queue_counts
@@ -62,7 +62,7 @@ ORDER BY namespace, queue, state;
 -- (rota_runs_finished).
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket AS bucket_start,
        namespace, queue, state, count(*) AS count
-FROM rota_runs
+FROM rota_runs_history
 WHERE finished_at IS NOT NULL AND finished_at >= :since
   AND (:until IS NULL OR finished_at < :until)
 GROUP BY 1, namespace, queue, state
@@ -88,7 +88,7 @@ DELETE FROM rota_finished_minutes WHERE minute >= :start OR minute < :keep_since
 -- name: count_finished_minutes
 INSERT INTO rota_finished_minutes (minute, namespace, queue, state, count)
 SELECT CAST(finished_at / 60 AS INTEGER) * 60, namespace, queue, state, count(*)
-FROM rota_runs
+FROM rota_runs_history
 WHERE finished_at IS NOT NULL AND finished_at >= :start AND finished_at < :until
 GROUP BY 1, namespace, queue, state;
 

@@ -10,7 +10,7 @@
 SELECT (julianday('now') - 2440587.5) * 86400.0 AS now;
 
 -- name: insert_runs
-INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+INSERT INTO rota_runs_live (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
                        slot_at, tags, concurrency_key, concurrency_limit, deadline,
                        correlation_id, trace_context, rate_key, breaker_key,
@@ -42,13 +42,13 @@ ORDER BY l.key
 RETURNING id;
 
 -- name: cancel_waiting
-UPDATE rota_runs
+UPDATE rota_runs_live
 SET state = 'cancelled', finished_at = :now, error = :error
 WHERE id = :id AND state IN ('pending', 'retrying')
 RETURNING id;
 
 -- name: request_cancel_active
-UPDATE rota_runs SET cancel_requested = 1
+UPDATE rota_runs_live SET cancel_requested = 1
 WHERE id = :id AND state IN ('claimed', 'running')
 RETURNING id;
 
@@ -60,15 +60,15 @@ SELECT 0 AS runs;
 -- Three deletes of the same runs: each picks them alike (the runs are deleted last).
 -- A workflow's steps go with their workflow run (prune_workflow_runs).
 DELETE FROM rota_attempts WHERE run_id IN (
-    SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+    SELECT id FROM rota_runs_history WHERE finished_at IS NOT NULL AND finished_at < :older_than
       AND workflow_run_id IS NULL
     ORDER BY finished_at, id LIMIT :limit);
 DELETE FROM rota_run_logs WHERE run_id IN (
-    SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+    SELECT id FROM rota_runs_history WHERE finished_at IS NOT NULL AND finished_at < :older_than
       AND workflow_run_id IS NULL
     ORDER BY finished_at, id LIMIT :limit);
-DELETE FROM rota_runs WHERE id IN (
-    SELECT id FROM rota_runs WHERE finished_at IS NOT NULL AND finished_at < :older_than
+DELETE FROM rota_runs_history WHERE id IN (
+    SELECT id FROM rota_runs_history WHERE finished_at IS NOT NULL AND finished_at < :older_than
       AND workflow_run_id IS NULL
     ORDER BY finished_at, id LIMIT :limit)
 RETURNING id;

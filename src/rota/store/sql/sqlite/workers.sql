@@ -12,13 +12,13 @@ DELETE FROM rota_limits WHERE scope = :scope AND name = :name RETURNING name;
 
 -- name: deadlines_passed
 -- Runs never started by their deadline.
-SELECT id, deadline FROM rota_runs
+SELECT id, deadline FROM rota_runs_live
 WHERE state = 'pending' AND attempt = 0 AND deadline < :now
 ORDER BY id;
 
 -- name: expire_deadlines
 -- A run not started by its deadline never runs (its error: domain/settle.py).
-UPDATE rota_runs
+UPDATE rota_runs_live
 SET state = 'cancelled', finished_at = :now, error = :error
 WHERE id = :id AND state = 'pending' AND attempt = 0
 RETURNING id;
@@ -56,7 +56,7 @@ FROM rota_workers ORDER BY node_id;
 -- Workers silent for longer than dead_after are dead; their leases are ended now so
 -- the reaper takes their runs back at once. Leases first: the workers are found
 -- alike by both statements while still not marked dead.
-UPDATE rota_runs SET lease_expires_at = :now - 0.001
+UPDATE rota_runs_live SET lease_expires_at = :now - 0.001
 WHERE state IN ('claimed', 'running') AND worker_id IN (
     SELECT node_id FROM rota_workers
     WHERE state <> 'dead' AND heartbeat_at < :now - :dead_after);
@@ -70,7 +70,7 @@ RETURNING node_id;
 
 -- name: unclaimable_runs
 -- Due runs whose required tags no live worker serving their queue has.
-SELECT r.id, r.queue, r.tags FROM rota_runs r
+SELECT r.id, r.queue, r.tags FROM rota_runs_live r
 WHERE r.state IN ('pending', 'retrying') AND r.tags IS NOT NULL AND r.run_at <= :now
   AND NOT EXISTS (
       SELECT 1 FROM rota_workers w

@@ -18,7 +18,7 @@ SELECT id FROM rota_workflow_runs
 WHERE namespace = :namespace AND name = :name AND idempotency_key = :idempotency_key;
 
 -- name: insert_steps
-INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+INSERT INTO rota_runs_live (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, tags,
                        trace_context, created_at, state, workflow_run_id, step_name,
                        map_index, step_input)
@@ -35,10 +35,11 @@ RETURNING id;
 SELECT id, name, definition, payload, cancelled_at FROM rota_workflow_runs WHERE id = :id;
 
 -- name: workflow_steps_of
--- NOT INDEXED: by rowid, whatever the statistics say (stale ones once made it walk
--- rota_runs_workflow_step over every step of every workflow run, per completion).
-SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs NOT INDEXED
-WHERE id IN (SELECT value FROM json_each(:ids)) AND workflow_run_id IS NOT NULL;
+-- By rowid, whatever the statistics say (stale ones once made it walk
+-- rota_runs_workflow_step over every step of every workflow run, per completion): the
+-- unary + keeps the test from matching that partial index in either home.
+SELECT id, workflow_run_id, step_name, map_index, state, step_input FROM rota_runs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND +workflow_run_id IS NOT NULL;
 
 -- name: step_rows
 -- Each step's own rows (not a map's items), oldest first: the last one per name is
@@ -56,7 +57,7 @@ WHERE workflow_run_id = :workflow_run_id AND step_name = :step_name
 ORDER BY map_index, id;
 
 -- name: release_step
-UPDATE rota_runs
+UPDATE rota_runs_live
 -- sort_at keeps the lead over run_at its priority gave it at insert.
 SET state = 'pending', step_input = :step_input, run_at = :now,
     sort_at = :now - (run_at - sort_at)
@@ -65,18 +66,18 @@ RETURNING id;
 
 -- name: settle_step
 -- A Waiting step skipped, or a map settled once its items finished.
-UPDATE rota_runs
+UPDATE rota_runs_live
 SET state = :state, result = :result, error = :error, finished_at = :now
 WHERE id = :id AND state = 'waiting'
 RETURNING id;
 
 -- name: open_map
-UPDATE rota_runs SET open_items = :count, step_input = :step_input
+UPDATE rota_runs_live SET open_items = :count, step_input = :step_input
 WHERE id = :id AND state = 'waiting'
 RETURNING id;
 
 -- name: map_item_finished
-UPDATE rota_runs SET open_items = open_items + :change
+UPDATE rota_runs_live SET open_items = open_items + :change
 WHERE workflow_run_id = :workflow_run_id AND step_name = :step_name
   AND map_index IS NULL AND state = 'waiting'
 RETURNING id, open_items;
@@ -84,19 +85,29 @@ RETURNING id, open_items;
 -- name: cancel_workflow_run
 UPDATE rota_workflow_runs SET cancelled_at = COALESCE(cancelled_at, :now)
 WHERE id = :id;
-UPDATE rota_runs SET state = 'cancelled', finished_at = :now, error = :error
+UPDATE rota_runs_live SET state = 'cancelled', finished_at = :now, error = :error
 WHERE workflow_run_id = :id AND state IN ('waiting', 'pending', 'retrying')
 RETURNING id;
 
 -- name: cancel_workflow_active
-UPDATE rota_runs SET cancel_requested = 1
+UPDATE rota_runs_live SET cancel_requested = 1
 WHERE workflow_run_id = :id AND state IN ('claimed', 'running')
 RETURNING id;
 
 -- name: reopen_steps
 -- A replay: the skipped steps below the replayed one wait again; a map whose item is
 -- replayed reopens (open_items counts the replay).
-UPDATE rota_runs
+-- Those steps come back from history to the queue first (the same rows, ids kept).
+INSERT INTO rota_runs_live
+SELECT * FROM rota_runs_history
+WHERE workflow_run_id = :workflow_run_id AND map_index IS NULL
+  AND ((state = 'skipped' AND step_name IN (SELECT value FROM json_each(:names)))
+       OR (state = 'failed' AND step_name = :map_step));
+DELETE FROM rota_runs_history
+WHERE id IN (SELECT id FROM rota_runs_live
+             WHERE workflow_run_id = :workflow_run_id AND map_index IS NULL
+               AND state IN ('skipped', 'failed'));
+UPDATE rota_runs_live
 SET state = 'waiting', result = NULL, error = NULL, finished_at = NULL,
     open_items = CASE WHEN step_name = :map_step THEN open_items + 1 ELSE open_items END
 WHERE workflow_run_id = :workflow_run_id AND map_index IS NULL
@@ -120,7 +131,7 @@ ORDER BY id;
 -- name: insert_map_items
 -- A map fans out: one Pending run per item (:items is a list of JSON texts), copying
 -- the map's own row (handler, queue, options) so no item is built twice.
-INSERT INTO rota_runs (namespace, handler, queue, payload, priority, run_at, sort_at,
+INSERT INTO rota_runs_live (namespace, handler, queue, payload, priority, run_at, sort_at,
                        max_attempts, timeout_seconds, tags, trace_context, created_at,
                        state, workflow_run_id, step_name, map_index, step_input)
 SELECT g.namespace, g.handler, g.queue, j.value, g.priority, :now,
@@ -186,10 +197,11 @@ DELETE FROM rota_run_logs WHERE run_id IN (
       AND NOT EXISTS (SELECT 1 FROM rota_runs u
                       WHERE u.workflow_run_id = r.workflow_run_id
                         AND (u.finished_at IS NULL OR u.finished_at >= :older_than)));
-DELETE FROM rota_runs
+-- Every step of such a workflow run has finished: they are all in history.
+DELETE FROM rota_runs_history
 WHERE workflow_run_id IN (SELECT value FROM json_each(:ids))
   AND NOT EXISTS (SELECT 1 FROM rota_runs u
-                  WHERE u.workflow_run_id = rota_runs.workflow_run_id
+                  WHERE u.workflow_run_id = rota_runs_history.workflow_run_id
                     AND (u.finished_at IS NULL OR u.finished_at >= :older_than));
 DELETE FROM rota_workflow_runs
 WHERE id IN (SELECT value FROM json_each(:ids)) AND created_at < :older_than
