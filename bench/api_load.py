@@ -45,10 +45,12 @@ FROM (SELECT i, {_STATE.replace("%", "%%")} AS st,
       FROM generate_series(1, %(n)s) AS i) AS s
 """
 
+# SQLite's reads see one view of two tables (ADR 0027): each run goes to its home
+# ({{home}}: rota_runs_live for the pending, rota_runs_history for the rest).
 SQLITE_LOAD_SQL = f"""
 WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < :n),
 s AS (SELECT i, {_STATE} AS st, :now - (:n - i) * 0.05 AS t FROM seq)
-INSERT INTO rota_runs (id, namespace, handler, queue, state, payload, priority, run_at,
+INSERT INTO {{home}} (id, namespace, handler, queue, state, payload, priority, run_at,
     sort_at, attempt, max_attempts, fence, timeout_seconds, worker_id, error,
     cancel_requested, lost_count, created_at, started_at, finished_at)
 SELECT i, 'default',
@@ -64,7 +66,7 @@ SELECT i, 'default',
        0, 0, t,
        CASE st WHEN 'pending' THEN NULL ELSE t + 0.01 END,
        CASE st WHEN 'pending' THEN NULL ELSE t + 0.06 END
-FROM s
+FROM s WHERE (st = 'pending') = :live
 """
 
 
@@ -80,7 +82,14 @@ def load_sqlite(path: str, rows: int, now: float) -> None:
     conn = sqlite3.connect(path, timeout=30)
     try:
         with conn:
-            conn.execute(SQLITE_LOAD_SQL, {"n": rows, "now": now})
+            for home, live in (("rota_runs_live", True), ("rota_runs_history", False)):
+                params = {"n": rows, "now": now, "live": live}
+                conn.execute(SQLITE_LOAD_SQL.format(home=home), params)
+            # New runs take ids above every loaded one, whichever home holds it.
+            conn.execute(
+                "UPDATE sqlite_sequence SET seq = max(seq, :n) WHERE name = 'rota_runs_live'",
+                {"n": rows},
+            )
         conn.execute("ANALYZE")
     finally:
         conn.close()

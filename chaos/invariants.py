@@ -60,6 +60,17 @@ def check(ctx: Context, expect: Expect) -> dict[str, int]:
             " ON r.id = a.run_id WHERE a.fence > r.fence"
         ),
         "runs stuck claimed with an expired lease": _stuck(ctx),
+        # ADR 0027: the statement that finishes a run moves it; none is in both homes,
+        # none finished is left in the queue, none is in history unfinished.
+        "runs in both homes": ctx.sql(
+            "SELECT l.id FROM rota_runs_live l JOIN rota_runs_history h ON h.id = l.id"
+        ),
+        "finished runs left in the queue": ctx.sql(
+            f"SELECT id, state FROM rota_runs_live WHERE state IN {TERMINAL}"
+        ),
+        "run ids held twice": ctx.sql(
+            "SELECT id, count(*) FROM rota_runs GROUP BY id HAVING count(*) > 1"
+        ),
     }
     if expect.never_fail:
         violations["attempts spent by infrastructure faults"] = ctx.sql(

@@ -51,6 +51,14 @@ from rota.supervise import Restarts, cancel_and_wait, supervise, watched
 
 log = structlog.get_logger("rota.store.postgres")
 T = TypeVar("T")
+# Statistics for the history partition that finished runs are landing in now.
+TODAYS_HISTORY_ANALYZE = """
+DO $$
+DECLARE today text := 'rota_runs_history_' || to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD');
+BEGIN
+    IF to_regclass(today) IS NOT NULL THEN EXECUTE format('ANALYZE %I', today); END IF;
+END
+$$"""
 
 
 class PgDialect:
@@ -221,7 +229,9 @@ class PgDialect:
         async with self.connection() as conn:
             await conn.execute("SET statement_timeout = 0")
             try:
-                await conn.execute("VACUUM (ANALYZE) rota_runs")
+                # The queue churns; of history only today's partition changes (ADR 0027).
+                await conn.execute("VACUUM (ANALYZE) rota_runs_live")
+                await conn.execute(TODAYS_HISTORY_ANALYZE)
                 await conn.execute("VACUUM rota_attempts, rota_run_logs, rota_jobs, rota_workers")
             except BaseException:
                 # Interrupted (cancelled, cut off): a session without its statement limit

@@ -122,14 +122,14 @@ CREATE INDEX rota_runs_active_groups ON rota_runs_live (concurrency_key)
     WHERE state IN ('claimed', 'running') AND concurrency_key IS NOT NULL;
 CREATE INDEX rota_runs_job_live ON rota_runs_live (job_id, state) WHERE job_id IS NOT NULL;
 CREATE INDEX rota_runs_live_state_id ON rota_runs_live (state, id, namespace, queue, run_at);
-CREATE INDEX rota_runs_live_handler_id ON rota_runs_live (handler, id);
 CREATE INDEX rota_runs_live_job_id ON rota_runs_live (job_id, id) WHERE job_id IS NOT NULL;
 CREATE INDEX rota_runs_live_workflow_step
     ON rota_runs_live (workflow_run_id, step_name, map_index) WHERE workflow_run_id IS NOT NULL;
 CREATE UNIQUE INDEX rota_runs_live_idempotency
     ON rota_runs_live (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
--- History: read by id, listings and counts, the per-minute rollup, retention.
+-- History: read by id, listings and counts (by handler too: the queue's few matching
+-- runs are sorted instead), the per-minute rollup, retention.
 CREATE INDEX rota_runs_state_id ON rota_runs_history (state, id, namespace, queue, run_at);
 CREATE INDEX rota_runs_handler_id ON rota_runs_history (handler, id);
 CREATE INDEX rota_runs_job_id ON rota_runs_history (job_id, id) WHERE job_id IS NOT NULL;

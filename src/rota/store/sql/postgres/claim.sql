@@ -52,7 +52,9 @@ SET state = 'claimed',
     started_at = t.now,
     lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s)
 FROM picked, t
-WHERE r.id = picked.id
+-- The state names the queue's partition (ADR 0027): without it the update would look
+-- each picked id up in every history partition too.
+WHERE r.id = picked.id AND r.state IN ('pending', 'retrying')
 RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
           r.correlation_id, r.job_id,

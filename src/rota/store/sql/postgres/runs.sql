@@ -96,5 +96,5 @@ WITH doomed AS (
 gone_attempts AS (DELETE FROM rota_attempts WHERE run_id IN (SELECT id FROM doomed)),
 gone_logs AS (DELETE FROM rota_run_logs WHERE run_id IN (SELECT id FROM doomed)),
 gone_keys AS (DELETE FROM rota_idempotency_keys WHERE run_id IN (SELECT id FROM doomed))
-DELETE FROM rota_runs WHERE id IN (SELECT id FROM doomed)
+DELETE FROM rota_runs_history_default WHERE id IN (SELECT id FROM doomed)
 RETURNING id;
