@@ -6,6 +6,9 @@ statement that finishes a run moves it; reads name rota_runs and see both."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -14,7 +17,9 @@ from rota.domain.runs import RunFilter
 from rota.domain.states import TERMINAL_STATES, RunState
 from rota.store.port import ClaimRequest, Store
 from rota.store.postgres import PostgresStore
-from rota.store.queries import load_queries
+from rota.store.queries import latest_version, load_migrations, load_queries
+from rota.store.sqlite import SqliteStore
+from rota.store.sqlite.codec import statements
 from rota.store.sqlite.dialect import path_from_url
 
 from .support import T0, claim, new_run, state_of, succeeded
@@ -142,3 +147,103 @@ async def test_a_listing_by_state_reads_only_its_home(
     expected = {RunState.CLAIMED: HELD, RunState.DEAD_LETTERED: 20, RunState.SUCCEEDED: 50}
     assert len(listed) == expected.get(state, 0)
     assert all(run.state is state for run in listed)
+
+
+# -- upgrading a database that kept every run in one table --------------------------
+TWO_HOMES = {"sqlite": 19, "postgres": 20}  # the migration that made them
+# Runs as the one table held them: (state, finished, idempotency key).
+OLD_RUNS = [
+    ("succeeded", True, "paid-1"),
+    ("dead_lettered", True, None),
+    ("pending", False, "paid-2"),
+    ("running", False, None),
+    ("waiting", False, None),
+    ("cancelled", True, None),
+]
+
+
+@pytest.fixture
+def old_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database at the schema before the two homes, with runs in every kind of state;
+    the highest id is a finished run's."""
+    kind = "postgres" if request.node.callspec.params["old_kind"] == "postgres" else "sqlite"
+    migrations = load_migrations(kind)[: TWO_HOMES[kind] - 1]
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp_path}/old.db"
+        with sqlite3.connect(path_from_url(url)) as conn:
+            for migration in migrations:
+                for statement in statements(migration.sql):
+                    conn.execute(statement)
+            conn.execute(
+                "CREATE TABLE rota_schema_migrations (version INTEGER PRIMARY KEY,"
+                " name TEXT NOT NULL, applied_at REAL NOT NULL DEFAULT 0)"
+            )
+            for migration in migrations:
+                conn.execute(
+                    "INSERT INTO rota_schema_migrations (version, name) VALUES (?, ?)",
+                    (migration.version, migration.name),
+                )
+            for state, finished, key in OLD_RUNS:
+                conn.execute(
+                    "INSERT INTO rota_runs (handler, state, payload, run_at, sort_at,"
+                    " max_attempts, created_at, finished_at, idempotency_key)"
+                    " VALUES ('job', ?, '{}', 0, 0, 3, 0, ?, ?)",
+                    (state, 1.0 if finished else None, key),
+                )
+        yield url
+        return
+    pg_url = str(request.getfixturevalue("pg_url"))
+    name = f"rota_old_{uuid.uuid4().hex[:8]}"
+    url = f"{pg_url.rpartition('/')[0]}/{name}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                "CREATE TABLE rota_schema_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for migration in migrations:
+                conn.execute(migration.sql.encode())
+                conn.execute(
+                    "INSERT INTO rota_schema_migrations (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+            for state, finished, key in OLD_RUNS:
+                conn.execute(
+                    "INSERT INTO rota_runs (handler, state, payload, run_at, sort_at,"
+                    " max_attempts, finished_at, idempotency_key)"
+                    " VALUES ('job', %s, '{}', now(), now(), 3,"
+                    " CASE WHEN %s THEN now() - interval '1 day' END, %s)",
+                    (state, finished, key),
+                )
+        yield url
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.mark.parametrize(
+    "old_kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+async def test_an_upgrade_puts_every_kept_run_in_its_home(old_kind: str, old_url: str) -> None:
+    store: Store = SqliteStore(old_url) if old_kind == "sqlite" else PostgresStore(old_url)
+    await store.open()
+    try:
+        assert await store.migrate() == list(
+            range(TWO_HOMES[old_kind], latest_version(old_kind) + 1)
+        )
+        homes = await _homes(old_url)
+        assert sorted(homes["rota_runs_history"]) == ["cancelled", "dead_lettered", "succeeded"]
+        assert sorted(homes["rota_runs_live"]) == ["pending", "running", "waiting"]
+        assert await state_of(store, 1) is RunState.SUCCEEDED  # ids kept
+        assert await state_of(store, 5) is RunState.WAITING
+        # New runs take ids above every kept one, though the highest left the queue.
+        [fresh] = await store.enqueue([new_run()], T0)
+        assert fresh.run_id == len(OLD_RUNS) + 1
+        # Keys still name their runs, in either home.
+        for key, run_id in (("paid-1", 1), ("paid-2", 3)):
+            [again] = await store.enqueue([new_run(idempotency_key=key)], T0)
+            assert (again.run_id, again.created) == (run_id, False)
+    finally:
+        await store.close()

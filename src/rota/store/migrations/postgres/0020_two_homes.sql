@@ -6,20 +6,22 @@
 -- to the other (PostgreSQL's row movement: a delete and an insert in the same
 -- statement), so a run is never in both or in neither, its id never changes, and every
 -- query that names rota_runs reads both homes as before.
+--
+-- The upgrade copies no finished run: the table as it was becomes history's first
+-- partition (rota_runs_history_upto_<day after today>), once its unfinished runs have
+-- moved to the queue. Its cost grows with the backlog, not with the history kept.
 
--- The runs as they are, under another name, until copied below.
 ALTER TABLE rota_runs RENAME TO rota_runs_before_v20;
 ALTER SEQUENCE rota_run_id_seq OWNED BY NONE;
 DROP TRIGGER rota_runs_inserted ON rota_runs_before_v20;
-DO $$
-DECLARE index_name text;
-BEGIN
-    FOR index_name IN SELECT indexname FROM pg_indexes
-                      WHERE tablename = 'rota_runs_before_v20' LOOP
-        EXECUTE format('ALTER INDEX %I RENAME TO %I', index_name, index_name || '_before_v20');
-    END LOOP;
-END
-$$;
+-- Only history's indexes stay on it (the equal ones become the partition's, below).
+DROP INDEX rota_runs_claimable, rota_runs_claimable_keyed, rota_runs_leased, rota_runs_due,
+    rota_runs_deadline, rota_runs_active_groups, rota_runs_job_live, rota_runs_state_id,
+    rota_runs_finished, rota_runs_idempotency;
+ALTER INDEX rota_runs_handler_id RENAME TO rota_runs_before_v20_handler_id;
+ALTER INDEX rota_runs_job_id RENAME TO rota_runs_before_v20_job_id;
+ALTER INDEX rota_runs_workflow_step RENAME TO rota_runs_before_v20_workflow_step;
+ALTER TABLE rota_runs_before_v20 RENAME CONSTRAINT rota_runs_pkey TO rota_runs_before_v20_pkey;
 
 CREATE TABLE rota_runs (LIKE rota_runs_before_v20 INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
     PARTITION BY LIST (state);
@@ -39,7 +41,7 @@ CREATE TABLE rota_runs_live PARTITION OF rota_runs
 CREATE TABLE rota_runs_history PARTITION OF rota_runs
     FOR VALUES IN ('succeeded', 'failed', 'timed_out', 'cancelled', 'dead_lettered', 'skipped')
     PARTITION BY RANGE (finished_at);
--- Rows no day partition takes (a day not made yet, a NULL finish time) land here;
+-- Rows no other partition takes (a day not made in time, a NULL finish time) land here;
 -- retention deletes them in batches.
 CREATE TABLE rota_runs_history_default PARTITION OF rota_runs_history DEFAULT;
 
@@ -87,19 +89,39 @@ CREATE TABLE rota_idempotency_keys (
     PRIMARY KEY (namespace, handler, idempotency_key)
 );
 CREATE INDEX rota_idempotency_keys_run ON rota_idempotency_keys (run_id);
-
-INSERT INTO rota_runs SELECT * FROM rota_runs_before_v20;
 INSERT INTO rota_idempotency_keys (namespace, handler, idempotency_key, run_id)
 SELECT namespace, handler, idempotency_key, id FROM rota_runs_before_v20
 WHERE idempotency_key IS NOT NULL;
-DROP TABLE rota_runs_before_v20;
+
+-- The unfinished runs move to the queue; a finished run without a finish time (none is
+-- written so, but a database may hold one) or past the first partition's end goes to
+-- the default partition. What is left is history up to the end of today (UTC).
+DO $$
+DECLARE
+    upto date := (now() AT TIME ZONE 'UTC')::date + 1;
+    first_name text := 'rota_runs_history_upto_' || to_char(upto, 'YYYYMMDD');
+BEGIN
+    WITH moved AS (
+        DELETE FROM rota_runs_before_v20
+        WHERE state NOT IN ('succeeded', 'failed', 'timed_out', 'cancelled', 'dead_lettered',
+                            'skipped')
+           OR finished_at IS NULL OR finished_at >= upto::timestamp AT TIME ZONE 'UTC'
+        RETURNING *)
+    INSERT INTO rota_runs SELECT * FROM moved;
+    EXECUTE format('ALTER TABLE rota_runs_before_v20 RENAME TO %I', first_name);
+    EXECUTE format('ALTER TABLE rota_runs_history ATTACH PARTITION %I'
+                   ' FOR VALUES FROM (MINVALUE) TO (%L)',
+                   first_name, upto::timestamp AT TIME ZONE 'UTC');
+END
+$$;
 
 CREATE TRIGGER rota_runs_inserted AFTER INSERT ON rota_runs
     FOR EACH STATEMENT EXECUTE FUNCTION rota_notify_inserted();
 
 -- Day partitions of history: made ahead (the leader calls this every housekeeping
--- round; idempotent), and dropped whole by retention. A day that already has rows in
--- the default partition is left there (making its partition would have to move them).
+-- round; idempotent). A day that overlaps a partition already there, or has rows in
+-- the default partition already (making its partition would have to move them), is
+-- left to the partitions that hold it.
 CREATE FUNCTION rota_make_history_days(first_day date, days integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -111,23 +133,23 @@ BEGIN
         day := first_day + i;
         name := 'rota_runs_history_' || to_char(day, 'YYYYMMDD');
         CONTINUE WHEN to_regclass(name) IS NOT NULL;
-        CONTINUE WHEN EXISTS (
-            SELECT 1 FROM rota_runs_history_default
-            WHERE finished_at >= day::timestamp AT TIME ZONE 'UTC'
-              AND finished_at < (day + 1)::timestamp AT TIME ZONE 'UTC');
-        EXECUTE format('CREATE TABLE %I PARTITION OF rota_runs_history'
-                       ' FOR VALUES FROM (%L) TO (%L)',
-                       name, day::timestamp AT TIME ZONE 'UTC',
-                       (day + 1)::timestamp AT TIME ZONE 'UTC');
-        made := made + 1;
+        BEGIN
+            EXECUTE format('CREATE TABLE %I PARTITION OF rota_runs_history'
+                           ' FOR VALUES FROM (%L) TO (%L)',
+                           name, day::timestamp AT TIME ZONE 'UTC',
+                           (day + 1)::timestamp AT TIME ZONE 'UTC');
+            made := made + 1;
+        EXCEPTION
+            WHEN invalid_object_definition OR check_violation THEN NULL;
+        END;
     END LOOP;
     RETURN made;
 END
 $$;
 
--- Retention, a whole day at a time: a day partition that ended before older_than goes
--- with its runs' attempts, logs and keys (a DROP: no dead rows left for VACUUM). A day
--- that still holds a step of a kept workflow run waits for it (a workflow's steps go
+-- Retention, a whole partition at a time: one that ended before older_than goes with
+-- its runs' attempts, logs and keys (a DROP: no dead rows left for VACUUM). One that
+-- still holds a step of a workflow run that is kept waits for it (a workflow's steps go
 -- with their workflow run). The coming days are made first. The runs retired.
 CREATE FUNCTION rota_retire_history(older_than timestamptz) RETURNS bigint
 LANGUAGE plpgsql AS $$
@@ -139,13 +161,18 @@ DECLARE
 BEGIN
     PERFORM rota_make_history_days((now() AT TIME ZONE 'UTC')::date, 3);
     FOR part IN
-        SELECT c.relname AS name, to_date(substr(c.relname, 19), 'YYYYMMDD') AS day
-        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-        WHERE i.inhparent = 'rota_runs_history'::regclass
-          AND c.relname ~ '^rota_runs_history_[0-9]{8}$'
-        ORDER BY 2
+        SELECT name, ends FROM (
+            SELECT c.relname AS name,
+                   CASE WHEN c.relname ~ '^rota_runs_history_[0-9]{8}$'
+                        THEN to_date(right(c.relname, 8), 'YYYYMMDD') + 1
+                        WHEN c.relname ~ '^rota_runs_history_upto_[0-9]{8}$'
+                        THEN to_date(right(c.relname, 8), 'YYYYMMDD') END AS ends
+            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            WHERE i.inhparent = 'rota_runs_history'::regclass) AS p
+        WHERE ends IS NOT NULL
+        ORDER BY ends
     LOOP
-        EXIT WHEN (part.day + 1)::timestamp AT TIME ZONE 'UTC' > older_than;
+        EXIT WHEN part.ends::timestamp AT TIME ZONE 'UTC' > older_than;
         EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I p JOIN rota_workflow_runs w'
                        ' ON w.id = p.workflow_run_id)', part.name) INTO STRICT kept;
         CONTINUE WHEN kept;
@@ -161,4 +188,4 @@ BEGIN
 END
 $$;
 
-SELECT rota_make_history_days((now() AT TIME ZONE 'UTC')::date - 1, 5);
+SELECT rota_make_history_days((now() AT TIME ZONE 'UTC')::date + 1, 3);

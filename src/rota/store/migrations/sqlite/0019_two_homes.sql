@@ -1,9 +1,24 @@
 -- rota schema version 19 (SQLite): a run has two homes (ADR 0027). rota_runs_live holds
 -- the runs a claim, a renewal, the reaper or a workflow release still needs;
 -- rota_runs_history every finished run. The statement that finishes a run moves it
--- (the triggers below run inside that statement), so a run is never in both or in
+-- (the trigger below runs inside that statement), so a run is never in both or in
 -- neither and its id never changes; rota_runs, a view of both, is what reads name.
 -- Writes name the home they change. History is one table, pruned in batches.
+--
+-- The upgrade copies no finished run: the table as it was becomes history, once its
+-- unfinished runs have moved to the queue. Its cost grows with the backlog, not with
+-- the history kept.
+
+ALTER TABLE rota_runs RENAME TO rota_runs_history;
+-- Only history's indexes stay on it: by state, by handler, a job's and a workflow's
+-- runs, the finish time (the per-minute rollup, retention) and the idempotency key.
+DROP INDEX rota_runs_claimable;
+DROP INDEX rota_runs_claimable_keyed;
+DROP INDEX rota_runs_leased;
+DROP INDEX rota_runs_due;
+DROP INDEX rota_runs_deadline;
+DROP INDEX rota_runs_active_groups;
+DROP INDEX rota_runs_job_live;
 
 -- Ids are never reused: a run that leaves the queue may have held its highest id, and
 -- SQLite would otherwise hand that id out again (AUTOINCREMENT remembers the highest).
@@ -51,60 +66,16 @@ CREATE TABLE rota_runs_live (
     step_input       TEXT
 );
 
--- The same columns in the same order (the moves copy whole rows).
-CREATE TABLE rota_runs_history (
-    id               INTEGER PRIMARY KEY,
-    namespace        TEXT NOT NULL,
-    handler          TEXT NOT NULL,
-    queue            TEXT NOT NULL,
-    state            TEXT NOT NULL CHECK (state IN (
-                         'succeeded', 'failed', 'timed_out', 'cancelled', 'dead_lettered',
-                         'skipped')),
-    payload          TEXT NOT NULL,
-    priority         INTEGER NOT NULL,
-    run_at           REAL NOT NULL,
-    sort_at          REAL NOT NULL,
-    attempt          INTEGER NOT NULL,
-    max_attempts     INTEGER NOT NULL,
-    fence            INTEGER NOT NULL,
-    timeout_seconds  REAL,
-    worker_id        TEXT,
-    lease_expires_at REAL,
-    idempotency_key  TEXT,
-    result           TEXT,
-    error            TEXT,
-    cancel_requested INTEGER NOT NULL,
-    lost_count       INTEGER NOT NULL,
-    replay_of        INTEGER,
-    created_at       REAL NOT NULL,
-    started_at       REAL,
-    finished_at      REAL,
-    job_id           INTEGER,
-    slot_at          REAL,
-    tags             TEXT,
-    concurrency_key  TEXT,
-    concurrency_limit INTEGER,
-    deadline         REAL,
-    correlation_id   TEXT,
-    trace_context    TEXT,
-    rate_key         TEXT,
-    breaker_key      TEXT,
-    workflow_run_id  INTEGER,
-    step_name        TEXT,
-    map_index        INTEGER,
-    open_items       INTEGER,
-    step_input       TEXT
-);
-
-INSERT INTO rota_runs_history SELECT * FROM rota_runs
-WHERE state IN ('succeeded', 'failed', 'timed_out', 'cancelled', 'dead_lettered', 'skipped');
-INSERT INTO rota_runs_live SELECT * FROM rota_runs
+INSERT INTO rota_runs_live SELECT * FROM rota_runs_history
+WHERE state IN ('pending', 'claimed', 'running', 'retrying', 'waiting');
+DELETE FROM rota_runs_history
 WHERE state IN ('pending', 'claimed', 'running', 'retrying', 'waiting');
 -- The highest id ever handed out, whichever home it is in now.
 DELETE FROM sqlite_sequence WHERE name = 'rota_runs_live';
 INSERT INTO sqlite_sequence (name, seq)
-SELECT 'rota_runs_live', max(id) FROM rota_runs HAVING max(id) IS NOT NULL;
-DROP TABLE rota_runs;
+SELECT 'rota_runs_live', max(id)
+FROM (SELECT id FROM rota_runs_live UNION ALL SELECT id FROM rota_runs_history)
+HAVING max(id) IS NOT NULL;
 
 CREATE VIEW rota_runs AS
 SELECT * FROM rota_runs_live UNION ALL SELECT * FROM rota_runs_history;
@@ -127,18 +98,6 @@ CREATE INDEX rota_runs_live_workflow_step
     ON rota_runs_live (workflow_run_id, step_name, map_index) WHERE workflow_run_id IS NOT NULL;
 CREATE UNIQUE INDEX rota_runs_live_idempotency
     ON rota_runs_live (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL;
-
--- History: read by id, listings and counts (by handler too: the queue's few matching
--- runs are sorted instead), the per-minute rollup, retention.
-CREATE INDEX rota_runs_state_id ON rota_runs_history (state, id, namespace, queue, run_at);
-CREATE INDEX rota_runs_handler_id ON rota_runs_history (handler, id);
-CREATE INDEX rota_runs_job_id ON rota_runs_history (job_id, id) WHERE job_id IS NOT NULL;
-CREATE INDEX rota_runs_workflow_step
-    ON rota_runs_history (workflow_run_id, step_name, map_index)
-    WHERE workflow_run_id IS NOT NULL;
-CREATE INDEX rota_runs_finished ON rota_runs_history (finished_at);
-CREATE UNIQUE INDEX rota_runs_idempotency
-    ON rota_runs_history (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
 -- An idempotency key names one run in either home: a new run whose key a finished run
 -- holds is not written (as ON CONFLICT DO NOTHING does for a live one). A run coming
