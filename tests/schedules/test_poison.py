@@ -104,7 +104,7 @@ def _refusing_runs_of(db_url: str, job_id: int) -> Iterator[None]:
     """A database trigger that refuses every run row of one job: the store's error."""
     if db_url.startswith("sqlite"):
         create = [
-            f"CREATE TRIGGER rota_test_poison BEFORE INSERT ON rota_runs "
+            f"CREATE TRIGGER rota_test_poison BEFORE INSERT ON rota_runs_live "
             f"WHEN NEW.job_id = {job_id} BEGIN SELECT RAISE(ABORT, 'poisoned row'); END"
         ]
         drop = ["DROP TRIGGER IF EXISTS rota_test_poison"]
