@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
@@ -247,3 +248,34 @@ async def test_an_upgrade_puts_every_kept_run_in_its_home(old_kind: str, old_url
             assert (again.run_id, again.created) == (run_id, False)
     finally:
         await store.close()
+
+
+async def test_retention_drops_a_whole_day_of_history_with_its_attempts_and_keys(
+    store: Store, db_url: str
+) -> None:
+    """PostgreSQL retires a day partition whole once all of it is older than the
+    cutoff; SQLite keeps history in one table and prunes it in batches instead."""
+    day_before = T0 - timedelta(days=1)
+    if not db_url.startswith("sqlite"):
+        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+            await conn.execute("SELECT rota_make_history_days(%s::date, 1)", (day_before,))
+    await store.enqueue([new_run(), new_run(idempotency_key="once")], day_before)
+    claimed = await claim(store, now=day_before, limit=2)
+    await store.complete([succeeded(c) for c in claimed], day_before)
+    [kept] = await store.enqueue([new_run()], T0)
+
+    retired = await store.retire_history(T0 - timedelta(hours=13))  # the day is not over
+    assert retired == 0
+    retired = await store.retire_history(T0)
+    if db_url.startswith("sqlite"):
+        assert retired == 0
+        assert await store.prune_finished(T0, 100) == 2
+    else:
+        assert retired == 2
+    for c in claimed:
+        assert await store.get_run(c.run_id) is None
+        assert await store.attempts(c.run_id) == []
+    assert await state_of(store, kept.run_id) is RunState.PENDING
+    # The key went with its run: it names a new one now.
+    [again] = await store.enqueue([new_run(idempotency_key="once")], T0)
+    assert again.created
