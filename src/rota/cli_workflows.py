@@ -128,7 +128,7 @@ def workflows_show(
     """A workflow run's steps, states and edges (TARGET is a run id: only digits), or a
     saved definition (TARGET is its name; a workflow's name is never only digits)."""
     with _client(url, token) as client:
-        if not target.isdigit():
+        if not (target.isascii() and target.isdigit()):
             definition = client.get_workflow(target, namespace)
             if as_json:
                 _print_json(definition)

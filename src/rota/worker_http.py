@@ -25,6 +25,7 @@ import structlog
 
 from rota.domain.workers import WorkerState
 from rota.endpoint import is_loopback
+from rota.domain.values import whole_number
 from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 from rota.observe import exposition
 from rota.observe.scrape import bearer_matches, check_scrape_token
@@ -51,9 +52,13 @@ class HttpAddress:
     def parse(cls, text: str) -> HttpAddress:
         host, sep, port_text = text.rpartition(":")
         host = host.removeprefix("[").removesuffix("]")
-        if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        try:
+            port = whole_number("--http", port_text, 0, 65535)
+        except InvalidArgument:
+            raise InvalidArgument("--http", text, ADDRESS_RULE) from None
+        if not sep or not host:
             raise InvalidArgument("--http", text, ADDRESS_RULE)
-        return cls(host, int(port_text))
+        return cls(host, port)
 
     def bind(self) -> socket.socket:
         """Bind now, before the worker starts, so a taken port is one clear error."""

@@ -15,6 +15,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rota.api.problems import problem_response
+from rota.domain.values import whole_number
+from rota.errors import InvalidArgument
 
 CORRELATION_HEADER = "X-Correlation-ID"
 INTERNAL = "the server failed to handle this request"
@@ -87,10 +89,12 @@ class EdgeMiddleware:
         """The whole body, or None after answering 400/413 for it."""
         declared = headers.get("content-length")
         if declared is not None:
-            if not declared.isdigit():
+            try:
+                length = whole_number("Content-Length", declared, 0, 2**63 - 1)
+            except InvalidArgument:
                 await self._refuse(scope, receive, send, 400, "Content-Length is not a number")
                 return None
-            if int(declared) > self.body_limit:
+            if length > self.body_limit:
                 await self._refuse(scope, receive, send, 413, self._too_large())
                 return None
         chunks: list[bytes] = []

@@ -16,6 +16,7 @@ from rota.dashboard.sessions import Session
 from rota.dashboard.web import back_to, checked_form, dashboard, local_path, require, viewer
 from rota.domain.access import Scope
 from rota.domain.jobs import TriggerKind
+from rota.domain.values import MAX_INT32, whole_number
 from rota.errors import InvalidArgument, InvalidTransition, JobNotFound, RunNotFound
 
 router = APIRouter()
@@ -226,10 +227,9 @@ async def set_limit(request: Request, session: Viewer) -> Response:
     audit_target(request, f"limit {scope[:40]}:{name[:100]}")
     require(session.principal, Scope.ADMIN, cluster_wide=True)
     text = fields.get("max_running", [""])[0].strip()
-    if not text.isdigit() or len(text) > 9:
-        raise InvalidArgument("max_running", text[:20], "an integer >= 1")
+    max_running = whole_number("max_running", text, 1, MAX_INT32)
     context = dashboard(request)
-    await services.set_limit(await context.store(), scope, name or "*", int(text))
+    await services.set_limit(await context.store(), scope, name or "*", max_running)
     return back_to("/limits", "limit-set")
 
 

@@ -14,7 +14,7 @@ from rota.domain.access import Principal
 from rota.domain.runs import check_name
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
-from rota.domain.values import MAX_ID, check_instant, check_text
+from rota.domain.values import MAX_ID, check_instant, check_text, whole_number
 from rota.errors import InvalidArgument
 
 PAGE_SIZE = 50
@@ -119,7 +119,8 @@ def _instant(filters: RunFilters, name: str, value: str | None) -> datetime | No
 def _id(filters: RunFilters, name: str, value: str | None) -> int | None:
     if value is None:
         return None
-    if not value.isdigit() or not 1 <= int(value) <= MAX_ID:
+    try:
+        return whole_number(name, value, 1, MAX_ID)
+    except InvalidArgument:
         filters.problems.append(f"{name}: expected a run id, 1-{MAX_ID} (ignored)")
         return None
-    return int(value)

@@ -14,7 +14,7 @@ from rota.dashboard.sessions import Session
 from rota.dashboard.web import dashboard, notice, page, viewer
 from rota.dashboard.workflow_graph import layout
 from rota.domain.states import RunState
-from rota.domain.values import MAX_ID
+from rota.domain.values import MAX_ID, whole_number
 from rota.errors import InvalidArgument, RunNotFound, WorkflowRunNotFound
 
 router = APIRouter()
@@ -65,9 +65,10 @@ async def dead_letters(request: Request, session: Viewer) -> HTMLResponse:
 
 def run_id_of(text: str) -> int:
     """A run id from a path; anything else is a run that does not exist (404 page)."""
-    if not text.isdigit() or not 1 <= int(text) <= MAX_ID:
-        raise RunNotFound(text)  # type: ignore[arg-type]
-    return int(text)
+    try:
+        return whole_number("run id", text, 1, MAX_ID)
+    except InvalidArgument:
+        raise RunNotFound(0) from None
 
 
 @router.get("/runs/{run_id}", name="run")
@@ -87,9 +88,7 @@ async def run_logs(
     """The tail of a run's log: the lines after seq ``after`` (a fragment for htmx;
     without JavaScript the run page itself shows every line)."""
     context = dashboard(request)
-    if not after.isdigit() or int(after) > MAX_ID:
-        raise InvalidArgument("after", after, "a log line's seq (a whole number)")
-    seq = int(after)
+    seq = whole_number("after", after)
     run, lines = await reads.run_logs_after(
         await context.store(), session.principal, run_id_of(run_id), seq
     )
@@ -115,9 +114,11 @@ async def workflow_runs(request: Request, session: Viewer) -> HTMLResponse:
 @router.get("/workflows/{workflow_run_id}", name="workflow_run")
 async def workflow_run(request: Request, workflow_run_id: str, session: Viewer) -> HTMLResponse:
     context = dashboard(request)
-    if not workflow_run_id.isdigit() or not 1 <= int(workflow_run_id) <= MAX_ID:
-        raise WorkflowRunNotFound(workflow_run_id)  # type: ignore[arg-type]
-    view = await reads.workflow_run(await context.store(), session.principal, int(workflow_run_id))
+    try:
+        wanted = whole_number("workflow run id", workflow_run_id, 1, MAX_ID)
+    except InvalidArgument:
+        raise WorkflowRunNotFound(0) from None
+    view = await reads.workflow_run(await context.store(), session.principal, wanted)
     return page(request, "workflow.html", session, view=view, graph=layout(view), nav="workflows")
 
 

@@ -18,6 +18,8 @@ from rota.dashboard.feed import ChangeFeed
 from rota.dashboard.reads import ClusterCounts
 from rota.dashboard.sessions import COOKIE, Session, decode
 from rota.domain.access import Principal, Scope
+from rota.domain.values import TEXT_RULE, text_problem, whole_number
+from rota.errors import InvalidArgument
 from rota.store.port import Store
 
 CSRF_FIELD = "csrf"
@@ -26,7 +28,10 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
+# No dashboard form comes near these (the bulk form: 500 run ids, ~10 KiB); a body past
+# them is refused before it is parsed.
 MAX_FORM_VALUES = 600
+MAX_FORM_BYTES = 64 * 1024
 
 
 @dataclass
@@ -89,9 +94,31 @@ def require(principal: Principal, scope: Scope, cluster_wide: bool = False) -> N
 
 
 async def form(request: Request) -> dict[str, list[str]]:
-    """An urlencoded form body (bounded: the edge already limits the body size)."""
-    body = (await request.body()).decode("utf-8", errors="replace")
-    return parse_qs(body, keep_blank_values=True, max_num_fields=MAX_FORM_VALUES)
+    """An urlencoded form body, or a 400/413 problem saying what is wrong with it: the
+    one reader of every form, signed in or not, so no malformed or over-large body
+    reaches a route (nor a traceback the log)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise ProblemException(
+                413, f"the form is larger than {MAX_FORM_BYTES} bytes", kind="too-large"
+            )
+    try:
+        text = body.decode("utf-8")
+        fields = parse_qs(
+            text, keep_blank_values=True, errors="strict", max_num_fields=MAX_FORM_VALUES
+        )
+    except UnicodeDecodeError:
+        raise ProblemException(400, "the form is not UTF-8 text", kind="invalid-form") from None
+    except ValueError:  # parse_qs: more than max_num_fields
+        raise ProblemException(
+            413, f"the form has too many fields (at most {MAX_FORM_VALUES})", kind="too-large"
+        ) from None
+    for name, values in fields.items():
+        if any(text_problem(item) for item in (name, *values)):
+            raise ProblemException(400, f"every form field must be {TEXT_RULE}", kind="invalid-form")
+    return fields
 
 
 async def checked_form(request: Request, session: Session) -> dict[str, list[str]]:
@@ -154,7 +181,10 @@ def notice(code: str | None, count: str | None) -> str | None:
     text = NOTICES.get(code or "")
     if text is None:
         return None
-    return text.format(n=int(count) if count and count.isdigit() and len(count) < 7 else "some")
+    try:
+        return text.format(n=whole_number("n", count, 0, 999_999))
+    except InvalidArgument:
+        return text.format(n="some")
 
 
 def back_to(path: str, code: str, count: int | None = None) -> Response:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
+from rota.domain.values import whole_number
 from rota.errors import InvalidArgument
 
 # A satisfiable calendar pattern recurs within ~40 years (February 29 on a given
@@ -113,10 +114,10 @@ class _BadToken(Exception):
 
 
 def _number(text: str) -> int:
-    # ASCII digits only (str.isdigit() admits '²'), and short enough for int() to accept.
-    if not text.isascii() or not text.isdigit() or len(text) > 9:
-        raise _BadToken
-    return int(text)
+    try:
+        return whole_number("cron field", text, 0, 999_999_999)
+    except InvalidArgument:
+        raise _BadToken from None
 
 
 def _value(spec: _FieldSpec, text: str) -> int:

@@ -252,3 +252,22 @@ def _check_int(where: str, value: int) -> None:
         str(value)
     except ValueError:  # past Python's int<->str digit limit: no JSON codec takes it
         raise UnstorableValue(where, "an integer of at most 4300 digits") from None
+
+
+def whole_number(name: str, text: str | None, low: int = 0, high: int = MAX_ID) -> int:
+    """``text`` as an integer from ``low`` to ``high``: ASCII digits only. Every number a
+    caller writes in a path, a query or a form is read here, because ``str.isdigit()``
+    admits '²' (which ``int()`` then refuses) and ``int()`` admits '٣', '+3', ' 3' and
+    '3_000'. The error names the field and quotes at most the start of the value (a
+    path or query value, never a payload)."""
+    longest = len(str(high))
+    if (
+        text is None
+        or not text.isascii()
+        or not text.isdigit()
+        or len(text.lstrip("0")) > longest
+        or not low <= int(text) <= high
+    ):
+        shown = None if text is None else text[:24] + ("..." if len(text) > 24 else "")
+        raise InvalidArgument(name, shown, f"a whole number from {low} to {high}")
+    return int(text)
