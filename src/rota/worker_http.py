@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import structlog
 
+from rota.domain.values import whole_number
 from rota.domain.workers import WorkerState
 from rota.endpoint import is_loopback
-from rota.domain.values import whole_number
 from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 from rota.observe import exposition
 from rota.observe.scrape import bearer_matches, check_scrape_token

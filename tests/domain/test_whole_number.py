@@ -16,7 +16,19 @@ def test_ascii_digits_in_range_are_read(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [None, "", "\u00b2", "\u0663", "+3", "-3", " 3", "3_000", "1e3", "9" * 5000, "9007199254740992"],
+    [
+        None,
+        "",
+        "\u00b2",
+        "\u0663",
+        "+3",
+        "-3",
+        " 3",
+        "3_000",
+        "1e3",
+        "9" * 5000,
+        "9007199254740992",
+    ],
 )
 def test_anything_else_is_an_invalid_argument_naming_the_field(text: str | None) -> None:
     with pytest.raises(InvalidArgument) as refused:

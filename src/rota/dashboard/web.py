@@ -117,7 +117,9 @@ async def form(request: Request) -> dict[str, list[str]]:
         ) from None
     for name, values in fields.items():
         if any(text_problem(item) for item in (name, *values)):
-            raise ProblemException(400, f"every form field must be {TEXT_RULE}", kind="invalid-form")
+            raise ProblemException(
+                400, f"every form field must be {TEXT_RULE}", kind="invalid-form"
+            )
     return fields
 
 
