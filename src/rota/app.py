@@ -331,6 +331,8 @@ class App:
         starts = self.workflow_starts()
         if connection is not None:
             port = self._caller_publish()
+            # Checked before the caller's transaction writes the event (issue 31).
+            starts = self._stores.use(events.checked_starts, event, starts)
             return port.publish_on_sync(connection, event, self.clock.db_now(), starts)
         return self._stores.use(events.publish, self.clock, event, starts)
 
@@ -348,6 +350,7 @@ class App:
         starts = self.workflow_starts()
         if connection is not None:
             port = self._caller_publish()
+            starts = await events.checked_starts(await self.store(), event, starts)
             return await port.publish_on(connection, event, self.clock.db_now(), starts)
         return await events.publish(await self.store(), self.clock, event, starts)
 

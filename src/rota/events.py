@@ -7,6 +7,8 @@ an optional payload filter (the language is in rota.domain.events).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import uuid
 from collections.abc import Collection
 from typing import Any, cast
@@ -20,10 +22,12 @@ from rota.domain.events import (
     Subscription,
     WorkflowStarts,
     check_filter,
+    matches,
 )
 from rota.domain.runs import check_name
 from rota.domain.values import check_id, encode_json
 from rota.errors import InvalidArgument
+from rota.parameter_checks import off_loop
 from rota.store.event_port import EventStore
 from rota.store.port import Store
 
@@ -52,7 +56,27 @@ async def publish(
     store: Store, clock: Clock, event: NewEvent, starts: WorkflowStarts | None = None
 ) -> Published:
     """Publish ``event``; ``starts`` (rota.flows.starting) starts subscribed workflows."""
+    if starts is not None:
+        starts = await checked_starts(store, event, starts)
     return await _events(store).publish(event, clock.db_now(), starts)
+
+
+async def checked_starts(store: Store, event: NewEvent, starts: WorkflowStarts) -> WorkflowStarts:
+    """``starts`` with the payload of every workflow subscribed to ``event`` checked
+    against its parameters: off the event loop, before the publish's transaction."""
+    values = json.loads(event.payload_json)
+    payloads: dict[tuple[str, int], Any] = {}
+    for subscription in await _events(store).list_subscriptions_to_events([event.namespace]):
+        workflow = subscription.workflow
+        if workflow is None or subscription.event_name != event.name:
+            continue
+        if not matches(subscription.filter, values):
+            continue
+        stored = await store.get_workflow(event.namespace, workflow)
+        if stored is not None:  # a missing one fails the publish in its transaction
+            checked = await off_loop(stored.definition.payload_of, values)
+            payloads[(stored.name, stored.version)] = checked
+    return dataclasses.replace(starts, payloads=payloads)
 
 
 async def list_events(

@@ -19,6 +19,7 @@ from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition, check_definition
 from rota.errors import WorkflowNotFound, WorkflowRunNotFound
 from rota.handlers import Registry
+from rota.parameter_checks import off_loop
 from rota.services import Namespaces, RunRequest, new_run
 from rota.store.port import Store
 
@@ -81,8 +82,9 @@ async def definitions(
 def starting(registry: Registry) -> WorkflowStarts:
     """The step runs of a saved workflow for a payload in a namespace, with ``registry``'s
     handler defaults: what an event's publish needs to start a subscribed workflow
-    inside its own transaction (it reads the saved definition there)."""
-    return functools.partial(step_runs, registry)
+    inside its own transaction (it reads the saved definition there; rota.events
+    checks the payloads before it opens)."""
+    return WorkflowStarts(functools.partial(step_runs, registry))
 
 
 async def start(
@@ -101,7 +103,7 @@ async def start(
     passes an ``idempotency_key``: a repeated key returns the first run's id."""
     check_idempotency_key(idempotency_key)
     stored = await get(store, namespace, name)
-    payload = stored.definition.payload_of(payload)
+    payload = await off_loop(stored.definition.payload_of, payload)
     payload_json = encode_json("payload", payload)
     runs = step_runs(registry, stored.definition, payload, namespace)
     return await store.start_workflow_run(

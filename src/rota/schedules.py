@@ -19,6 +19,7 @@ from rota.domain.values import check_instant
 from rota.errors import InvalidArgument, JobExists, JobNotFound, JobUnreadable
 from rota.handlers import Registry
 from rota.observe import producing
+from rota.parameter_checks import off_loop
 from rota.store.port import Store
 
 MAX_PREVIEW = 1000
@@ -220,7 +221,7 @@ async def trigger_job(
     check_idempotency_key(idempotency_key)
     job = await get_job(store, namespace, name)
     if payload is not None and job.spec.parameters is not None:
-        payload = apply_parameters(job.spec.parameters, payload)  # a template instance
+        payload = await off_loop(apply_parameters, job.spec.parameters, payload)  # an instance
     if payload is not None and registry is not None:
         payloads.check_payload(registry, job.spec.handler, payload)
     payload_json = encode_json("payload", payload) if payload is not None else None

@@ -15,20 +15,48 @@ is not an object, or a missing key, does not match.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from rota.domain.jobs import Job, manual_run
 from rota.domain.runs import NewRun, check_name
 from rota.domain.values import check_json_text, check_text, encode_json
-from rota.domain.workflows import WorkflowDefinition
+from rota.domain.workflows import StoredWorkflow, WorkflowDefinition, WorkflowInvalid
 from rota.errors import InvalidArgument
 
 # The step runs of a saved workflow for a payload in a namespace (rota.flows.starting:
 # the publishing process's handler registry gives each step its defaults).
-WorkflowStarts = Callable[[WorkflowDefinition, Any, str], list[NewRun]]
+StepRuns = Callable[[WorkflowDefinition, Any, str], list[NewRun]]
+
+
+@dataclass(frozen=True)
+class WorkflowStarts:
+    """What a publish needs to start its subscribed workflows inside its transaction:
+    ``steps`` makes a workflow's step runs, and ``payloads`` holds each subscribed
+    workflow's payload, already checked against its parameters, by (name, version).
+    The check ran before the transaction opened (rota.events.checked_starts): a JSON
+    Schema check never holds a transaction, nor the event loop (issue 31)."""
+
+    steps: StepRuns
+    payloads: Mapping[tuple[str, int], Any] = field(default_factory=dict)
+
+    def payload_for(self, stored: StoredWorkflow, values: Any) -> Any:
+        """The payload ``stored`` starts with for the event's ``values``."""
+        if stored.definition.parameters is None:
+            return values  # nothing to check
+        key = (stored.name, stored.version)
+        if key not in self.payloads:
+            # Saved or changed between the check and the transaction: never checked here.
+            raise WorkflowInvalid(
+                "workflow",
+                stored.name,
+                "a workflow that did not change while the event was published; "
+                "publish it again (the same event id is safe)",
+            )
+        return self.payloads[key]
+
 
 MAX_EVENT_PAYLOAD_BYTES = 65_536  # the encoded JSON, in UTF-8 bytes
 MAX_EVENT_ID = 200  # leaves room in a run's 255-character idempotency key

@@ -11,7 +11,9 @@ from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import SchemaError
+from referencing.exceptions import Unresolvable
 
+from rota.domain.linear_schema import LinearValidator, check_patterns
 from rota.errors import InvalidArgument
 
 MAX_SCHEMA_PROPERTIES = 200
@@ -37,6 +39,7 @@ def check_schema(schema: Any) -> dict[str, Any]:
         jsonschema.Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise InvalidArgument("parameters", exc.message, "a valid JSON Schema") from None
+    check_patterns(schema)
     properties = schema.get("properties") or {}
     if len(properties) > MAX_SCHEMA_PROPERTIES:
         raise InvalidArgument(
@@ -44,7 +47,7 @@ def check_schema(schema: Any) -> dict[str, Any]:
         )
     for name, spec in properties.items():
         if isinstance(spec, Mapping) and "default" in spec:
-            errors = list(jsonschema.Draft202012Validator(spec).iter_errors(spec["default"]))
+            errors = _errors(LinearValidator(spec), spec["default"])
             if errors:
                 raise InvalidArgument(
                     f"default of parameter {name!r}", spec["default"], errors[0].message
@@ -63,8 +66,7 @@ def apply(schema: Mapping[str, Any], values: Any) -> dict[str, Any]:
     for name, spec in (schema.get("properties") or {}).items():
         if name not in filled and isinstance(spec, Mapping) and "default" in spec:
             filled[name] = copy.deepcopy(spec["default"])
-    validator = jsonschema.Draft202012Validator(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(filled))
+    error = jsonschema.exceptions.best_match(_errors(LinearValidator(schema), filled))
     if error is None:
         return filled
     if error.validator == "required" and isinstance(error.validator_value, list):
@@ -81,3 +83,12 @@ def apply(schema: Mapping[str, Any], values: Any) -> dict[str, Any]:
     # The rule the value broke, in words (the value itself is not repeated).
     rule, bound = error.validator, error.validator_value
     raise InvalidParameter(path, f"type {bound}" if rule == "type" else f"{rule} {bound!r}")
+
+
+def _errors(validator: Any, values: Any) -> list[jsonschema.ValidationError]:
+    """Every misfit; a schema that refers to what cannot be resolved (another document,
+    or itself without end) is the schema's fault, said as such rather than a 500."""
+    try:
+        return list(validator.iter_errors(values))
+    except (Unresolvable, jsonschema.exceptions.SchemaError, RecursionError):
+        raise InvalidParameter(None, "values a resolvable schema can check") from None

@@ -126,9 +126,10 @@ async def _start_workflow(
     rows = await session.rows("get_workflow", key)
     if not rows:
         raise WorkflowNotFound(event.namespace, name)
-    definition = stored_workflow_from_row(rows[0]).definition
-    payload = definition.payload_of(json.loads(event.payload_json))
-    steps = starts(definition, payload, event.namespace)
+    stored = stored_workflow_from_row(rows[0])
+    definition = stored.definition
+    payload = starts.payload_for(stored, json.loads(event.payload_json))
+    steps = starts.steps(definition, payload, event.namespace)
     payload_json = encode_json("payload", payload)
     return await start_workflow_in(
         session, definition, payload_json, steps, aging_seconds, event.namespace
