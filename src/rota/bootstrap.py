@@ -21,7 +21,10 @@ def make_store(settings: Settings) -> Store:
         from rota.store.sqlite import SqliteStore
 
         return SqliteStore(
-            url, aging_seconds=settings.aging_seconds, poll_seconds=settings.sqlite_poll_seconds
+            url,
+            aging_seconds=settings.aging_seconds,
+            poll_seconds=settings.sqlite_poll_seconds,
+            map_max_items=settings.map_max_items,
         )
     from rota.store.postgres import HandlerPoolOptions, PostgresStore, SessionLimits
 
@@ -39,6 +42,7 @@ def make_store(settings: Settings) -> Store:
         aging_seconds=settings.aging_seconds,
         pool_size=settings.pool_size,
         handler_pool=handler_pool,
+        map_max_items=settings.map_max_items,
     )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
 from rota.errors import InvalidArgument
 from rota.redact import redact_url
 
@@ -79,6 +80,10 @@ class Settings:
     webhook_timeout_seconds: float = 10.0  # per try
     webhook_max_tries: int = 8  # per delivery, then it is abandoned
     webhook_disable_after: int = 20  # consecutive failed tries disable a subscription
+    # The most items one map step fans out over: a longer list fails the step with
+    # MapTooLarge (its runs are created in one transaction). Read by every process
+    # that completes runs, so set it alike across the cluster.
+    map_max_items: int = DEFAULT_MAP_MAX_ITEMS
 
     def __post_init__(self) -> None:
         check_url(self.database_url)
@@ -116,6 +121,7 @@ class Settings:
             "handler_pool_size",
             "webhook_max_tries",
             "webhook_disable_after",
+            "map_max_items",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -160,3 +160,36 @@ async def test_prune_waits_for_the_last_step_to_pass_the_cutoff(store: Store) ->
     assert await store.prune_workflow_runs(at(200), limit=100) == 0  # the cutoff is strict
     assert (await store.workflow_run(workflow_run_id)).steps
     assert await store.prune_workflow_runs(at(201), limit=100) == 1
+
+
+# -- map_max_items ---------------------------------------------------------------
+async def test_a_map_over_more_items_than_the_cap_fails_with_map_too_large(store: Store) -> None:
+    """Issue 31: a map fanned out over any list in one completing transaction (a
+    million items made a million runs in ~14 s). Past ``map_max_items`` the map step
+    fails with MapTooLarge, naming the count and the cap, and makes no runs; the
+    workflow run ends failed and is announced (workflow.finished), as when a map is
+    given something that is not a list."""
+    assert isinstance(store, SqlStore)
+    store.map_max_items = 3
+    subscribed = await subscribe(store)
+    workflow_run_id = await start(store, "wf", TOP, EACH, AFTER)
+    top = await step(store, "wf", at(1))
+    await store.complete([succeeded(top, result="[1, 2, 3, 4]")], at(2))
+    view = await store.workflow_run(workflow_run_id)
+    each = next(s for s in view.steps if s.name == "each")
+    assert each.state is RunState.FAILED
+    assert each.error is not None
+    assert each.error.startswith("MapTooLarge:")
+    assert "got 4 items" in each.error
+    assert "at most 3" in each.error
+    assert not each.items, "no item runs were made"
+    [event] = await events(store, subscribed)
+    assert event.event_data is not None
+    assert event.event_data["state"] == "failed"
+
+    at_the_cap = await start(store, "ok", TOP, EACH, AFTER)
+    top = await step(store, "ok", at(3))
+    await store.complete([succeeded(top, result="[1, 2, 3]")], at(4))
+    fanned = next(s for s in (await store.workflow_run(at_the_cap)).steps if s.name == "each")
+    assert fanned.items is not None
+    assert sum(fanned.items.values()) == 3

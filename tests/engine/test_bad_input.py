@@ -9,6 +9,7 @@ from datetime import datetime
 import pytest
 
 import rota
+from rota.bootstrap import make_store
 from rota.errors import InvalidArgument, UnknownHandler
 from tests.helpers import REPO
 
@@ -93,11 +94,23 @@ def test_unsupported_database_url():
 
 
 @pytest.mark.parametrize(
-    "setting", [{"lease_seconds": 0}, {"poison_after": 0}, {"retention_seconds": -5}]
+    "setting",
+    [{"lease_seconds": 0}, {"poison_after": 0}, {"retention_seconds": -5}, {"map_max_items": 0}],
 )
 def test_bad_settings(setting):
     with pytest.raises(InvalidArgument, match=next(iter(setting))):
         rota.Settings(**setting)
+
+
+def test_map_max_items_comes_from_the_environment_and_reaches_the_store():
+    assert rota.Settings().map_max_items == 20_000
+    settings = rota.Settings.from_env({"ROTA_MAP_MAX_ITEMS": "500"})
+    assert settings.map_max_items == 500
+    assert (
+        make_store(settings.with_overrides(database_url="sqlite:///unused.db")).map_max_items == 500
+    )
+    with pytest.raises(InvalidArgument, match="ROTA_MAP_MAX_ITEMS"):
+        rota.Settings.from_env({"ROTA_MAP_MAX_ITEMS": "many"})
 
 
 def test_worker_with_database_down_exits_with_a_clear_message():

@@ -20,6 +20,11 @@ MAX_STEPS = 500
 # The options a step may set; the rest come from its handler's registration.
 STEP_OPTIONS = frozenset({"queue", "priority", "max_attempts", "timeout", "tags"})
 
+# The most items one map step fans out over (the setting map_max_items); a longer list
+# fails the step with this error name.
+DEFAULT_MAP_MAX_ITEMS = 20_000
+MAP_TOO_LARGE = "MapTooLarge"
+
 
 class TriggerRule(StrEnum):
     ALL_SUCCEEDED = "all_succeeded"  # every parent succeeded (the default)
@@ -303,9 +308,16 @@ def map_settled(item_states: Sequence[RunState]) -> RunState | None:
     return RunState.FAILED
 
 
-def map_items(step: StepSpec, over_result: Any) -> list[Any] | str:
-    """The items a map fans out over, or the error that fails it (not a list)."""
+def map_items(step: StepSpec, over_result: Any, max_items: int) -> list[Any] | str:
+    """The items a map fans out over, or the error that fails it: not a list, or a
+    list longer than ``max_items`` (MapTooLarge: one completing transaction would
+    create them all, and a 1 MiB start payload holds ~500k small items)."""
     if isinstance(over_result, list):
+        if len(over_result) > max_items:
+            return (
+                f"{MAP_TOO_LARGE}: map step {step.name!r} got {len(over_result)} items from "
+                f"step {step.over!r}; at most {max_items} (map_max_items)"
+            )
         return over_result
     kind = "null" if over_result is None else type(over_result).__name__
     return f"map step {step.name!r} needs a list from step {step.over!r}; it returned {kind}"

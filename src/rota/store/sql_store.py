@@ -7,6 +7,7 @@ the claim rounds, the leader-term check and the row mappers live in ``store/core
 
 from __future__ import annotations
 
+from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
 from rota.store.core.access import CoreAccess
 from rota.store.core.events import CoreEvents
 from rota.store.core.jobs import CoreJobs
@@ -23,10 +24,17 @@ from rota.store.queries import latest_version
 class SqlStore(
     CoreRuns, CoreRegistry, CoreJobs, CoreAccess, CoreWebhooks, CoreWorkflowDefinitions, CoreEvents
 ):
-    def __init__(self, dialect: Dialect, *, aging_seconds: float = 60.0) -> None:
+    def __init__(
+        self,
+        dialect: Dialect,
+        *,
+        aging_seconds: float = 60.0,
+        map_max_items: int = DEFAULT_MAP_MAX_ITEMS,
+    ) -> None:
         self._d = dialect
         self.dialect = dialect.name
         self.aging_seconds = aging_seconds
+        self.map_max_items = map_max_items
         # Capabilities, set once here from the dialect: callers test a flag, never the
         # store's type or its URL.
         self.supports_notify = dialect.supports_notify

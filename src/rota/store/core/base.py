@@ -106,6 +106,7 @@ def missing_keys(runs: Sequence[NewRun], inserted: Sequence[Row]) -> list[str]:
 class CoreBase:
     _d: Dialect
     aging_seconds: float
+    map_max_items: int
 
     async def _insert_runs(self, session: Session, runs: Sequence[NewRun]) -> list[Enqueued]:
         return await insert_runs(session, runs, self.aging_seconds, self._d.supports_copy)

@@ -205,7 +205,7 @@ class CoreClaim(CoreBreakers):
             if view is not None:
                 await self._save_view(session, view)
             if gate.doomed:
-                await _fail_fast(session, gate.doomed)
+                await _fail_fast(session, gate.doomed, self.map_max_items)
             if not chosen:
                 return
             params = {
@@ -374,7 +374,7 @@ async def _active(session: Session) -> Active:
     return active
 
 
-async def _fail_fast(session: Session, doomed: dict[int, str]) -> None:
+async def _fail_fast(session: Session, doomed: dict[int, str], map_max_items: int) -> None:
     """End the runs a fail-fast breaker holds back: Failed, no attempt spent, in the
     claim's transaction; a workflow step's dependents are decided with it."""
     by_error: dict[str, list[int]] = {}
@@ -384,4 +384,4 @@ async def _fail_fast(session: Session, doomed: dict[int, str]) -> None:
     for error, ids in by_error.items():
         rows = await session.rows("breaker_fail_fast", {"ids": ids, "error": error})
         failed += [row["id"] for row in rows]
-    await release_after(session, failed)
+    await release_after(session, failed, map_max_items)

@@ -85,6 +85,8 @@ async def complete_in(
     rules: Mapping[str, Breaker] | None = None,
     moved: list[Transition] | None = None,
     release: bool = True,
+    *,
+    map_max_items: int,
 ) -> set[int]:
     """Record outcomes whose fence still holds, on ``session`` (inside a transaction);
     the run ids written. A handler's transaction commits its writes and its outcome this
@@ -98,7 +100,7 @@ async def complete_in(
         written += await _judged_in(session, left, rules, moved)
     ids = {row["id"] for row in written}
     if release:
-        await release_after(session, ids)
+        await release_after(session, ids, map_max_items)
     return ids
 
 
@@ -141,7 +143,10 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
             # A step's children are released (or skipped) in the transaction that
             # records its outcome, so they cannot drift from it.
             written = await self._d.in_transaction(
-                now, lambda session: complete_in(session, outcomes, rules, moved)
+                now,
+                lambda session: complete_in(
+                    session, outcomes, rules, moved, map_max_items=self.map_max_items
+                ),
             )
         else:
             written = await self._complete_plain(outcomes, rules, moved, now)
@@ -206,7 +211,7 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
         async def cancel(session: Session) -> None:
             params = {"id": run_id, "error": CANCELLED_WAITING}
             if cancelled := await session.rows("cancel_waiting", params):
-                await release_after(session, [row["id"] for row in cancelled])
+                await release_after(session, [row["id"] for row in cancelled], self.map_max_items)
             else:
                 await session.rows("request_cancel_active", params)
 
@@ -229,7 +234,7 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
             if not expired:
                 return []
             rows = await session.batch("reap", [_verdict(row, poison_after) for row in expired])
-            await release_after(session, [row["id"] for row in rows])
+            await release_after(session, [row["id"] for row in rows], self.map_max_items)
             return [ReapedRun(row["id"], row["fence"], RunState(row["state"])) for row in rows]
 
         return await self._d.in_transaction(now, reap)

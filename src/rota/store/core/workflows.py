@@ -45,9 +45,10 @@ def _step_input(parents: Mapping[str, Any], workflow_payload: Any) -> str:
     return json.dumps({"parents": dict(parents), "workflow_payload": workflow_payload})
 
 
-async def release_after(session: Session, run_ids: Iterable[int]) -> None:
+async def release_after(session: Session, run_ids: Iterable[int], map_max_items: int) -> None:
     """Advance the workflow runs of the steps among ``run_ids`` that just finished, in
-    the caller's transaction. Runs outside any workflow cost one indexed read."""
+    the caller's transaction. Runs outside any workflow cost one indexed read. A map
+    fans out over at most ``map_max_items`` items (the setting)."""
     ids = sorted(set(run_ids))
     if not ids:
         return
@@ -57,14 +58,16 @@ async def release_after(session: Session, run_ids: Iterable[int]) -> None:
         if RunState(row["state"]).is_terminal:
             finished.setdefault(row["workflow_run_id"], []).append(row)
     for workflow_run_id in sorted(finished):  # lock order: no two releases deadlock
-        await _release(session, workflow_run_id, finished[workflow_run_id])
+        await _release(session, workflow_run_id, finished[workflow_run_id], map_max_items)
 
 
-async def _release(session: Session, workflow_run_id: int, finished: Sequence[Row]) -> None:
+async def _release(
+    session: Session, workflow_run_id: int, finished: Sequence[Row], map_max_items: int
+) -> None:
     [workflow_run] = await session.rows("lock_workflow_run", {"id": workflow_run_id})
     counted = await _count_off_items(session, workflow_run_id, finished)
     if counted.may_decide:
-        await advance(session, workflow_run, announce=counted.was_running)
+        await advance(session, workflow_run, map_max_items, announce=counted.was_running)
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,9 @@ async def _count_off_items(
     return _Counted(may_decide, was_running)
 
 
-async def advance(session: Session, workflow_run: Row, announce: bool = True) -> None:
+async def advance(
+    session: Session, workflow_run: Row, map_max_items: int, announce: bool = True
+) -> None:
     """Apply verdicts until the workflow run has none left (a skip or a settled map
     can decide the steps below it). If it was running (``announce``) and is now
     final, its ``workflow.finished`` event goes to the webhook outbox here, in the
@@ -120,7 +125,7 @@ async def advance(session: Session, workflow_run: Row, announce: bool = True) ->
                 rule = step.trigger.value
                 await _settle(session, current[name], RunState.SKIPPED, None, f"skipped: {rule}")
             elif step.kind is StepKind.MAP:
-                await _fan_out(session, step, current, workflow_run["payload"])
+                await _fan_out(session, step, current, workflow_run["payload"], map_max_items)
             else:
                 step_input = _step_input(_results(step.parents, current), workflow_run["payload"])
                 params = {"id": current[name]["id"], "step_input": step_input}
@@ -181,10 +186,14 @@ async def _settle_maps(session: Session, workflow_run_id: int, current: Mapping[
 
 
 async def _fan_out(
-    session: Session, step: StepSpec, current: Mapping[str, Row], workflow_payload: Any
+    session: Session,
+    step: StepSpec,
+    current: Mapping[str, Row],
+    workflow_payload: Any,
+    map_max_items: int,
 ) -> None:
     assert step.over is not None  # check_definition refused a map without one
-    items = map_items(step, current[step.over]["result"])
+    items = map_items(step, current[step.over]["result"], map_max_items)
     row = current[step.name]
     if isinstance(items, str):
         await _settle(session, row, RunState.FAILED, None, items)
@@ -270,7 +279,7 @@ class CoreWorkflows(CoreReads):
             if await session.rows("cancel_workflow_run", params):
                 # It was running; with no step held by a worker it is final now.
                 [workflow_run] = await session.rows("lock_workflow_run", {"id": workflow_run_id})
-                await advance(session, workflow_run)
+                await advance(session, workflow_run, self.map_max_items)
 
         await self._d.in_transaction(now, cancel)
         await self._d.write("cancel_workflow_active", {"id": workflow_run_id}, now)
@@ -303,7 +312,7 @@ class CoreWorkflows(CoreReads):
                 "map_step": step["step_name"] if step["map_index"] is not None else None,
             }
             await session.rows("reopen_steps", reopen)
-            await advance(session, workflow_run)
+            await advance(session, workflow_run, self.map_max_items)
             return int(inserted[0]["id"])
 
         return await self._d.in_transaction(now, replay)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
 from rota.store.core.base import COPY_THRESHOLD
 from rota.store.postgres.base import (
     CONNECT_OPTIONS,
@@ -32,9 +33,10 @@ class PostgresStore(SqlStore):
         aging_seconds: float = 60.0,
         pool_size: int = 4,
         handler_pool: HandlerPoolOptions = DEFAULT_HANDLER_POOL,
+        map_max_items: int = DEFAULT_MAP_MAX_ITEMS,
     ) -> None:
         self._pg = PgDialect(url, pool_size=pool_size, handler_pool=handler_pool)
-        super().__init__(self._pg, aging_seconds=aging_seconds)
+        super().__init__(self._pg, aging_seconds=aging_seconds, map_max_items=map_max_items)
         self.url = url
         self.handler_pool = handler_pool
 
@@ -49,7 +51,9 @@ class PostgresStore(SqlStore):
 
     # -- the optional ports (store/optional.py) ---------------------------------
     async def begin_handler_transaction(self) -> PostgresHandlerTransaction:
-        return await begin_handler_transaction(self._pg.handler_pool, self.handler_pool)
+        return await begin_handler_transaction(
+            self._pg.handler_pool, self.handler_pool, self.map_max_items
+        )
 
 
 __all__ = [

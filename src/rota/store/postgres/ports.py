@@ -33,9 +33,12 @@ SESSION_LIMIT_ERRORS = (
 class PostgresHandlerTransaction:
     """A transaction lent to a handler; it commits only together with the run's outcome."""
 
-    def __init__(self, connection: psycopg.AsyncConnection[Any], stack: AsyncExitStack) -> None:
+    def __init__(
+        self, connection: psycopg.AsyncConnection[Any], stack: AsyncExitStack, map_max_items: int
+    ) -> None:
         self.connection = connection
         self._stack = stack
+        self._map_max_items = map_max_items
         self._finished = False
 
     async def commit_with(self, outcome: Outcome, aging_now: datetime | None) -> bool:
@@ -43,7 +46,8 @@ class PostgresHandlerTransaction:
         if self._finished:
             raise StoreError("handler transaction already finished")
         try:
-            written = await complete_in(PgSession(self.connection, aging_now), [outcome])
+            session = PgSession(self.connection, aging_now)
+            written = await complete_in(session, [outcome], map_max_items=self._map_max_items)
         except BaseException:
             await self.rollback()
             raise
@@ -78,7 +82,7 @@ class PostgresHandlerTransaction:
 
 
 async def begin_handler_transaction(
-    pool: psycopg_pool.AsyncConnectionPool, options: HandlerPoolOptions
+    pool: psycopg_pool.AsyncConnectionPool, options: HandlerPoolOptions, map_max_items: int
 ) -> PostgresHandlerTransaction:
     stack = AsyncExitStack()
     try:
@@ -87,7 +91,7 @@ async def begin_handler_transaction(
         raise HandlerTransactionsExhausted(options.size, options.wait_seconds) from exc
     with _translated():
         await stack.enter_async_context(conn.transaction())
-    return PostgresHandlerTransaction(conn, stack)
+    return PostgresHandlerTransaction(conn, stack, map_max_items)
 
 
 class PostgresCallerEnqueue:
