@@ -214,12 +214,21 @@ def breakers() -> None:
 
 
 @breakers.command("list")
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Only the breakers runs of this namespace moved (repeatable; default: all).",
+)
 @db_option
-def list_breakers(db: str | None) -> None:
+def list_breakers(namespaces: tuple[str, ...], db: str | None) -> None:
     """Every breaker: its state, failures in a row, the current failure-rate window's
     outcomes (failed / all), and the cause of its last change."""
     clock = SystemClock()
-    found = _run(lambda: _with_store(_settings(db), lambda s: services.list_breakers(s, clock)))
+    reach = namespaces or None
+    found = _run(
+        lambda: _with_store(_settings(db), lambda s: services.list_breakers(s, clock, reach))
+    )
     table = Table("handler", "key", "state", "failures", "window", "probes left", "cause")
     for b in found:
         window = f"{b.window_failures}/{b.window_calls}" if b.window_started_at else "-"

@@ -390,19 +390,28 @@ async def clear_limit(store: Store, scope: str, name: str) -> None:
         raise InvalidArgument("limit", f"{scope}:{name}", "an existing limit (see list_limits)")
 
 
-async def list_breakers(store: Store, clock: Clock) -> list[BreakerRow]:
+async def list_breakers(
+    store: Store, clock: Clock, namespaces: Namespaces = None
+) -> list[BreakerRow]:
     """Every circuit breaker that has seen an outcome, with its state and why, and the
-    outcomes of its current failure-rate window (none once the window has passed)."""
-    rows = await store.list_breakers()
+    outcomes of its current failure-rate window (none once the window has passed).
+    Within ``namespaces`` (None: all): the breakers runs of those namespaces moved."""
+    rows = await store.list_breakers(_sorted(namespaces))
     rules = await store.breaker_rules()
     now = micros(clock.now())
     return [as_of(row, rules.get(row.handler), now) for row in rows]
 
 
-async def breaker_transitions(store: Store, limit: int = 50) -> list[Transition]:
+async def breaker_transitions(
+    store: Store, limit: int = 50, namespaces: Namespaces = None
+) -> list[Transition]:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise InvalidArgument("limit", limit, "an integer 1-1000")
-    return await store.breaker_transitions(limit)
+    return await store.breaker_transitions(limit, _sorted(namespaces))
+
+
+def _sorted(namespaces: Namespaces) -> list[str] | None:
+    return None if namespaces is None else sorted(namespaces)
 
 
 async def reset_breaker(store: Store, clock: Clock, handler: str, key: str = "") -> BreakerRow:

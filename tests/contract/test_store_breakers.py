@@ -262,3 +262,22 @@ async def test_a_success_on_an_open_breaker_is_judged_and_closes_it(store: Store
     assert await store.complete([succeeded(late)], at(3)) == {late.run_id}
     assert await _state(store) is BreakerState.CLOSED
     assert (await store.breaker_transitions(1))[0].cause == "a probe succeeded"
+
+
+async def test_a_breaker_is_listed_to_the_namespaces_whose_runs_moved_it(store: Store) -> None:
+    """Issue 31: a breaker is keyed by handler (and key), so team-a's failures opened
+    a breaker team-b's admins could read, with its tenant-chosen key and causes. Now
+    each is listed to the namespaces whose runs moved it; None (cluster reach): all."""
+    await store.set_breaker_rule("job", RULE)
+    await _fail_five(store, namespace="team-a", breaker_key="acme")
+    await enqueue_one(store, T0, namespace="team-c")
+    [claimed] = await store.claim(_request(), at(6))
+    await store.complete([retrying(claimed, delay=0.0)], at(6))  # team-c's: its own breaker
+    everyone = {(b.handler, b.key) for b in await store.list_breakers()}
+    assert everyone == {("job", "acme"), ("job", "")}
+    assert [b.key for b in await store.list_breakers(["team-a"])] == ["acme"]
+    assert [b.key for b in await store.list_breakers(["team-c", "team-x"])] == [""]
+    assert await store.list_breakers(["team-b"]) == []
+    assert len(await store.breaker_transitions(10, ["team-a"])) == 1
+    assert await store.breaker_transitions(10, ["team-b"]) == []
+    assert len(await store.breaker_transitions(10)) == 1

@@ -47,8 +47,9 @@ class TransitionLine:
 @router.get("/breakers", name="breakers")
 async def breakers(request: Request, session: Viewer) -> HTMLResponse:
     store = await dashboard(request).store()
-    rows = await services.list_breakers(store, dashboard(request).api.clock)
-    moves = await services.breaker_transitions(store, TRANSITIONS_SHOWN)
+    reach = session.principal.namespaces  # a breaker is shown to the namespaces that moved it
+    rows = await services.list_breakers(store, dashboard(request).api.clock, reach)
+    moves = await services.breaker_transitions(store, TRANSITIONS_SHOWN, reach)
     return page(
         request,
         "breakers.html",

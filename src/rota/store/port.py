@@ -282,10 +282,15 @@ class Store(Protocol):
     async def breaker_rules(self) -> dict[str, Breaker]:
         """Every handler's breaker rule, as written by its workers."""
 
-    async def list_breakers(self) -> list[BreakerRow]: ...
+    async def list_breakers(self, namespaces: Sequence[str] | None = None) -> list[BreakerRow]:
+        """Every breaker; with ``namespaces``, those that runs of these namespaces moved
+        (a breaker is shared by every namespace whose runs use its handler)."""
 
-    async def breaker_transitions(self, limit: int) -> list[Transition]:
-        """The newest ``limit`` breaker transitions, newest first."""
+    async def breaker_transitions(
+        self, limit: int, namespaces: Sequence[str] | None = None
+    ) -> list[Transition]:
+        """The newest ``limit`` breaker transitions, newest first (of the breakers
+        ``namespaces`` moved, if given)."""
 
     async def reset_breaker(self, handler: str, key: str, now: datetime | None) -> BreakerRow:
         """Close a breaker by hand; the transition is recorded."""

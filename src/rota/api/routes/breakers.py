@@ -90,9 +90,11 @@ async def list_breakers(
     transitions: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> BreakerList:
     """Every breaker that has seen an outcome (state, cause, the current failure-rate
-    window's outcomes), and the newest transitions."""
-    rows = await services.list_breakers(store, context.clock)
-    moves = await services.breaker_transitions(store, transitions)
+    window's outcomes), and the newest transitions. A caller limited to some namespaces
+    sees the breakers that runs of those namespaces moved, and their transitions."""
+    reach = principal.namespaces
+    rows = await services.list_breakers(store, context.clock, reach)
+    moves = await services.breaker_transitions(store, transitions, reach)
     return BreakerList(
         items=[BreakerOut.of(r) for r in rows], transitions=[TransitionOut.of(t) for t in moves]
     )

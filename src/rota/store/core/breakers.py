@@ -93,6 +93,19 @@ async def _locked(session: Session, idents: set[Ident]) -> dict[Ident, BreakerRo
     return {(r["handler"], r["breaker_key"]): _row(r) for r in rows}
 
 
+async def _record_namespaces(session: Session, written: Sequence[Row], judged: set[Ident]) -> None:
+    """Which namespaces' runs moved these breakers: who may see them (ADR 0028)."""
+    moved_by = sorted(
+        {
+            (r["handler"], r["breaker_key"] or "", r["namespace"])
+            for r in written
+            if (r["handler"], r["breaker_key"] or "") in judged
+        }
+    )
+    items = [{"handler": h, "breaker_key": k, "namespace": n} for h, k, n in moved_by]
+    await session.batch("breaker_namespaces_record", items)
+
+
 async def _save(
     session: Session, rows: Sequence[BreakerRow], transitions: Sequence[Transition]
 ) -> None:
@@ -123,6 +136,7 @@ async def record_outcomes(
         return []
     now = await _now(session)
     rows = await _locked(session, {ident for ident, _, _ in judged})
+    await _record_namespaces(session, written, {ident for ident, _, _ in judged})
     transitions = []
     for ident, failed, run_id in judged:
         rows[ident], transition = on_outcome(rows[ident], rules[ident[0]], failed, now)
@@ -197,11 +211,15 @@ class CoreBreakers(CoreBase):
     async def breaker_rules(self) -> dict[str, Breaker]:
         return await self._read_rules()
 
-    async def list_breakers(self) -> list[BreakerRow]:
-        return [_row(r) for r in await self._d.rows("breakers")]
+    async def list_breakers(self, namespaces: Sequence[str] | None = None) -> list[BreakerRow]:
+        params = {"namespaces": None if namespaces is None else sorted(namespaces)}
+        return [_row(r) for r in await self._d.rows("breakers", params)]
 
-    async def breaker_transitions(self, limit: int) -> list[Transition]:
-        rows = await self._d.rows("breaker_transitions", {"limit": limit})
+    async def breaker_transitions(
+        self, limit: int, namespaces: Sequence[str] | None = None
+    ) -> list[Transition]:
+        params = {"limit": limit, "namespaces": None if namespaces is None else sorted(namespaces)}
+        rows = await self._d.rows("breaker_transitions", params)
         return [
             Transition(
                 r["handler"],

@@ -17,9 +17,15 @@ SET failures = EXCLUDED.failures, window_seconds = EXCLUDED.window_seconds,
     when_open = EXCLUDED.when_open;
 
 -- name: breakers
+-- Within namespaces (null: all): the breakers runs of those namespaces moved.
 SELECT handler, breaker_key, state, failures, streak_started_at, opened_at, probes_left, cause,
        window_started_at, window_calls, window_failures
-FROM rota_breakers ORDER BY handler, breaker_key;
+FROM rota_breakers b
+WHERE (%(namespaces)b::text[] IS NULL OR EXISTS (
+    SELECT 1 FROM rota_breaker_namespaces n
+    WHERE n.handler = b.handler AND n.breaker_key = b.breaker_key
+      AND n.namespace = ANY(%(namespaces)b::text[])))
+ORDER BY handler, breaker_key;
 
 -- name: breakers_tripped
 -- Handlers with a breaker open or half-open: their runs need the limited claim.
@@ -39,6 +45,15 @@ INSERT INTO rota_breakers (handler, breaker_key, state)
 SELECT h, k, 'closed' FROM unnest(%(handler)b::text[], %(breaker_key)b::text[]) AS i(h, k)
 ORDER BY h, k
 ON CONFLICT (handler, breaker_key) DO NOTHING;
+
+-- name: breaker_namespaces_record
+-- The namespace of a run whose outcome a breaker just judged (once per namespace).
+-- Rows come as parallel arrays.
+INSERT INTO rota_breaker_namespaces (handler, breaker_key, namespace)
+SELECT h, k, n FROM unnest(%(handler)b::text[], %(breaker_key)b::text[], %(namespace)b::text[])
+    AS i(h, k, n)
+ORDER BY h, k, n
+ON CONFLICT (handler, breaker_key, namespace) DO NOTHING;
 
 -- name: breaker_save
 UPDATE rota_breakers b
@@ -60,6 +75,11 @@ SELECT * FROM unnest(%(handler)b::text[], %(breaker_key)b::text[], %(from_state)
                      %(to_state)b::text[], %(at)b::bigint[], %(cause)b::text[]);
 
 -- name: breaker_transitions
+-- Within namespaces (null: all), as breakers.
 SELECT handler, breaker_key, from_state, to_state, at AS at_micros, cause
-FROM rota_breaker_transitions
+FROM rota_breaker_transitions t
+WHERE (%(namespaces)b::text[] IS NULL OR EXISTS (
+    SELECT 1 FROM rota_breaker_namespaces n
+    WHERE n.handler = t.handler AND n.breaker_key = t.breaker_key
+      AND n.namespace = ANY(%(namespaces)b::text[])))
 ORDER BY id DESC LIMIT %(limit)s;

@@ -106,12 +106,12 @@ recorded AS (
 -- Every run in done got its attempt row: a data-modifying CTE always runs to completion,
 -- and a failed insert fails the whole statement. So done is read alone: a join to
 -- recorded (two CTE scans, no statistics) was planned as a nested loop, batch x batch.
-SELECT d.id, d.handler, d.breaker_key
+SELECT d.id, d.handler, d.breaker_key, d.namespace
 FROM done d
 -- A keyed run that ends frees a slot of its key: wake the workers waiting on it now
 -- rather than at their next poll (one notification, delivered at commit).
 UNION ALL
-SELECT NULL, NULL, NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
+SELECT NULL, NULL, NULL, NULL FROM (SELECT pg_notify('rota_wakeup', '') FROM done
                               WHERE concurrency_key IS NOT NULL LIMIT 1) AS wake;
 
 -- name: recorded_outcomes

@@ -90,7 +90,7 @@ WHERE rota_runs_live.id = o.id AND rota_runs_live.fence = o.fence
   AND +rota_runs_live.state IN ('claimed', 'running')
   AND EXISTS (SELECT 1 FROM rota_attempts a
               WHERE a.run_id = rota_runs_live.id AND a.fence = rota_runs_live.fence)
-RETURNING id, handler, breaker_key;
+RETURNING id, handler, breaker_key, namespace;
 
 -- name: recorded_outcomes
 SELECT run_id AS id FROM rota_attempts
