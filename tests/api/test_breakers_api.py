@@ -91,3 +91,26 @@ async def test_the_current_failure_rate_window_is_listed(
     assert (breaker["state"], breaker["cause"]) == ("closed", None)
     assert (breaker["window_calls"], breaker["window_failures"]) == (3, 1)
     assert breaker["window_started_at"] is not None
+
+
+async def test_a_team_sees_only_the_breakers_its_runs_moved(
+    rota_app: rota.App, client: httpx.AsyncClient, auth: Token
+) -> None:
+    """Issue 31: team-b's reader saw the breaker team-a's runs opened (its key and
+    causes). Breakers are listed to the namespaces whose runs moved them."""
+    store = await rota_app.store()
+    await store.set_breaker_rule("report", Breaker(failures=1, cool_down=3600))
+    await store.enqueue([NewRun("report", "{}", namespace="team-a", breaker_key="acme")], None)
+    [run] = await store.claim(ClaimRequest("w", ("default",), 1, 30.0, ()), None)
+    await store.complete(
+        [Outcome(run.run_id, run.fence, RunState.FAILED, AttemptOutcome.FAILED)], None
+    )
+    team_a = auth(scopes=("jobs:read",), namespaces=("team-a",))
+    team_b = auth(scopes=("jobs:admin", "jobs:read"), namespaces=("team-b",))
+    seen_by_a = (await client.get("/api/v1/breakers", headers=team_a)).json()
+    assert [b["key"] for b in seen_by_a["items"]] == ["acme"]
+    assert len(seen_by_a["transitions"]) == 1
+    seen_by_b = (await client.get("/api/v1/breakers", headers=team_b)).json()
+    assert seen_by_b == {"items": [], "transitions": []}
+    everyone = (await client.get("/api/v1/breakers", headers=auth())).json()
+    assert [b["key"] for b in everyone["items"]] == ["acme"]

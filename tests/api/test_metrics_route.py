@@ -9,6 +9,7 @@ import pytest
 
 import rota
 from rota.api.app import create_api
+from rota.domain.breakers import BreakerRow, BreakerState
 from rota.domain.runs import NewRun
 from rota.errors import InvalidArgument
 from rota.observe import hooks
@@ -86,3 +87,22 @@ async def test_requests_are_counted_by_route_template(
     assert "424242" not in scraped
     assert 'route="unmatched"' in scraped
     assert "/no/such/path" not in scraped
+
+
+async def test_breaker_gauges_go_to_callers_who_reach_every_namespace_only(
+    client: httpx.AsyncClient, auth: Token
+) -> None:
+    """rota_breakers_open names handlers of every namespace (a breaker is shared): it
+    is a process series, never in a namespace-limited scrape (issue 31)."""
+    hooks.breakers_seen([BreakerRow("charge-team-a", "", BreakerState.OPEN)])
+    try:
+        full = await client.get("/metrics", headers=auth(scopes=("metrics:read",)))
+        assert 'rota_breakers_open{handler="charge-team-a"} 1.0' in full.text
+        limited = await client.get(
+            "/metrics", headers=auth(scopes=("metrics:read",), namespaces=("team-b",))
+        )
+        assert limited.status_code == 200
+        assert "rota_breakers_open" not in limited.text
+        assert "charge-team-a" not in limited.text
+    finally:
+        hooks.breakers_seen([])

@@ -114,3 +114,17 @@ async def test_rates_are_edited_by_a_cluster_admin_only(signed_in: SignedIn) -> 
     assert cleared.headers["location"] == "/breakers?notice=rate-cleared"
     assert "No rate limits." in (await client.get("/breakers")).text
     assert sorted(await _audit(client, "set_rate")) == ["ok", "rejected"]
+
+
+async def test_the_page_shows_a_team_only_the_breakers_its_runs_moved(
+    rota_app: rota.App, signed_in: SignedIn
+) -> None:
+    """Issue 31: the breakers of "default" (host-a, opened above) are not team-b's."""
+    await _trip(rota_app)
+    client = await signed_in(VIEWER, ("team-b",))
+    page = await client.get("/breakers")
+    assert page.status_code == 200
+    assert "host-a" not in page.text
+    client.cookies.clear()
+    client = await signed_in(VIEWER, ("default",))
+    assert "host-a" in (await client.get("/breakers")).text
