@@ -13,7 +13,7 @@ from rota.clock import Clock
 from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fields
 from rota.domain.parameters import apply as apply_parameters
 from rota.domain.parameters import check_schema
-from rota.domain.runs import check_idempotency_key, check_positive_int, encode_json
+from rota.domain.runs import check_idempotency_key, check_name, check_positive_int, encode_json
 from rota.domain.triggers import CronTrigger, fire_times
 from rota.domain.values import check_instant
 from rota.errors import InvalidArgument, JobExists, JobNotFound, JobUnreadable
@@ -174,6 +174,13 @@ async def update_job(
 
 
 async def get_job(store: Store, namespace: str, name: str) -> Job:
+    """The job; JobNotFound too for a name no job can have (a NUL, which PostgreSQL
+    would refuse with an error rather than find nothing)."""
+    try:
+        check_name("namespace", namespace)
+        check_name("job", name)
+    except InvalidArgument:
+        raise JobNotFound(namespace, name) from None
     job = await store.get_job(namespace, name)
     if job is None:
         raise JobNotFound(namespace, name)

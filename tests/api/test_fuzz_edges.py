@@ -15,12 +15,10 @@ test exists to find the server errors that generated "valid" data rarely reaches
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import tempfile
-import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -37,6 +35,7 @@ import rota
 from rota.api.app import create_api
 from rota.api.auth import mint_token
 from rota.planner import Planner
+from tests.portal import Portal
 
 from .conftest import ADMIN, api_settings, make_rota_app, serving
 
@@ -346,24 +345,6 @@ def requests(draw: st.DrawFn, operation: Operation) -> dict[str, Any]:
 def _quote(value: str) -> str:
     # Unpaired surrogates go over the wire as the bytes they would be (invalid UTF-8).
     return quote(value, safe="", errors="surrogatepass")
-
-
-class Portal:
-    """An event loop in a thread, so that synchronous hypothesis examples can call the
-    API (and its store) in the one loop they live in."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def call(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=60)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        self.loop.close()
 
 
 @dataclass

@@ -80,3 +80,18 @@ async def test_a_form_that_is_not_utf8_answers_400(
     )
     assert answer.status_code == 400, answer.text[:300]
     assert "Traceback" not in caplog.text
+
+
+async def test_a_token_with_non_ascii_characters_is_refused_not_a_500(
+    signed_in: SignedIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by the dashboard's fuzz test: hmac.compare_digest raises TypeError for a
+    str with non-ASCII characters, so a CSRF or sign-in token of '²' answered 500."""
+    client = await signed_in()
+    caplog.set_level(logging.INFO)
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    forged = await client.post("/runs/bulk", content="csrf=%C2%B2&run_id=1", headers=form)
+    assert forged.status_code == 403
+    signin = await client.post("/signin", content="signin_token=%C2%B2", headers=form)
+    assert signin.status_code == 403
+    assert "Traceback" not in caplog.text

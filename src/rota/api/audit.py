@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rota import access
 from rota.api.context import ApiContext
 from rota.domain.access import NewAuditEntry, Principal
+from rota.domain.values import storable_text
 from rota.errors import RotaError
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -156,11 +157,13 @@ class AuditMiddleware:
                 return None
             if left_out:
                 detail = f"{detail or ''}; {left_out} more in the previous window"[:MAX_DETAIL]
+        # What the request named goes in as text every store holds (a NUL in a path
+        # would fail the audit write on PostgreSQL).
         return NewAuditEntry(
             actor=actor,
-            action=action,
-            target=target[:MAX_DETAIL],
-            namespace=namespace,
+            action=storable_text(action),
+            target=storable_text(target[:MAX_DETAIL]),
+            namespace=None if namespace is None else storable_text(namespace),
             status=status,
             outcome=outcome_of(status),
             correlation_id=state.get("correlation_id"),

@@ -3,7 +3,6 @@ credential, failed-attempt budget and audit entry included) and sign-out."""
 
 from __future__ import annotations
 
-import hmac
 import secrets
 from datetime import UTC, datetime
 from typing import Annotated
@@ -15,7 +14,14 @@ from fastapi.security import HTTPAuthorizationCredentials
 
 from rota.api.auth import authenticate
 from rota.api.problems import ProblemException
-from rota.dashboard.sessions import COOKIE, SESSION_SECONDS, Session, encode, new_session
+from rota.dashboard.sessions import (
+    COOKIE,
+    SESSION_SECONDS,
+    Session,
+    encode,
+    new_session,
+    tokens_match,
+)
 from rota.dashboard.web import checked_form, dashboard, form, local_path, page, viewer
 from rota.domain.access import API_KEY_PREFIX, Scope, split_api_key
 
@@ -56,7 +62,7 @@ async def signin(request: Request) -> Response:
     target = local_path(fields.get("next", ["/"])[0])
     given = fields.get("signin_token", [""])[0]
     expected = request.cookies.get(SIGNIN_COOKIE, "")
-    if not expected or not hmac.compare_digest(given, expected):
+    if not expected or not tokens_match(given, expected):
         return _signin_form(
             request, target, "The sign-in form expired or was not ours; try again.", 403
         )
