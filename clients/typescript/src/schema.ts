@@ -78,7 +78,8 @@ export interface paths {
         /**
          * List Breakers
          * @description Every breaker that has seen an outcome (state, cause, the current failure-rate
-         *     window's outcomes), and the newest transitions.
+         *     window's outcomes), and the newest transitions. A caller limited to some namespaces
+         *     sees the breakers that runs of those namespaces moved, and their transitions.
          */
         get: operations["list_breakers"];
         put?: never;
