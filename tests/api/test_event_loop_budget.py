@@ -61,31 +61,33 @@ async def with_lag(action: Awaitable[T]) -> tuple[T, float]:
 
 
 async def _refused_without_lag(
-    client: httpx.AsyncClient, method: str, path: str, **kw: Any
+    client: httpx.AsyncClient, path: str, headers: dict[str, str], body: Any
 ) -> None:
-    answer, lag = await with_lag(client.request(method, path, **kw))
-    assert answer.status_code == 422, answer.text
-    assert "parameter 'code'" in answer.json()["detail"]
-    assert lag < MAX_LAG_SECONDS, f"the loop stalled {lag:.3f} s on {path}"
+    """Every hostile value, sent by ``body(number, value)``, is refused (422 naming the
+    parameter) while the loop goes on ticking."""
+    for number, value in enumerate(HOSTILE_VALUES):
+        request = client.post(path, json=body(number, value), headers=headers)
+        answer, lag = await with_lag(request)
+        assert answer.status_code == 422, answer.text
+        assert "parameter 'code'" in answer.json()["detail"]
+        assert lag < MAX_LAG_SECONDS, f"the loop stalled {lag:.3f} s on {path}"
 
 
-async def test_starting_a_workflow_template(client: httpx.AsyncClient, auth: Token) -> None:
-    admin = auth()
+async def _save_template(client: httpx.AsyncClient, admin: dict[str, str], name: str) -> None:
     workflow = {
-        "name": "sign-up",
+        "name": name,
         "steps": [{"name": "greet", "handler": "anything"}],
         "parameters": CATASTROPHIC,
     }
     saved = await client.post("/api/v1/workflows", json=workflow, headers=admin)
     assert saved.status_code == 200, saved.text
-    for value in HOSTILE_VALUES:
-        await _refused_without_lag(
-            client,
-            "POST",
-            "/api/v1/workflows/sign-up/runs",
-            json={"payload": {"code": value}},
-            headers=admin,
-        )
+
+
+async def test_starting_a_workflow_template(client: httpx.AsyncClient, auth: Token) -> None:
+    admin = auth()
+    await _save_template(client, admin, "sign-up")
+    path = "/api/v1/workflows/sign-up/runs"
+    await _refused_without_lag(client, path, admin, lambda _, value: {"payload": {"code": value}})
 
 
 async def test_triggering_a_job_template(client: httpx.AsyncClient, auth: Token) -> None:
@@ -93,25 +95,13 @@ async def test_triggering_a_job_template(client: httpx.AsyncClient, auth: Token)
     job = {"name": "export", "handler": "anything", "parameters": CATASTROPHIC}
     made = await client.post("/api/v1/jobs", json=job, headers=admin)
     assert made.status_code == 201, made.text
-    for value in HOSTILE_VALUES:
-        await _refused_without_lag(
-            client,
-            "POST",
-            "/api/v1/jobs/export/trigger",
-            json={"payload": {"code": value}},
-            headers=admin,
-        )
+    path = "/api/v1/jobs/export/trigger"
+    await _refused_without_lag(client, path, admin, lambda _, value: {"payload": {"code": value}})
 
 
 async def test_publishing_to_a_subscribed_workflow(client: httpx.AsyncClient, auth: Token) -> None:
     admin = auth()
-    workflow = {
-        "name": "on-order",
-        "steps": [{"name": "greet", "handler": "anything"}],
-        "parameters": CATASTROPHIC,
-    }
-    saved = await client.post("/api/v1/workflows", json=workflow, headers=admin)
-    assert saved.status_code == 200, saved.text
+    await _save_template(client, admin, "on-order")
     subscribed = await client.put(
         "/api/v1/events/subscriptions",
         json={"event": "order.created", "workflow": "on-order"},
@@ -119,9 +109,16 @@ async def test_publishing_to_a_subscribed_workflow(client: httpx.AsyncClient, au
     )
     assert subscribed.status_code == 200, subscribed.text
     publisher = auth(scopes=("events:write",))  # the lowest scope that reaches the check
-    for number, value in enumerate(HOSTILE_VALUES):
-        event = {"name": "order.created", "id": f"o-{number}", "payload": {"code": value}}
-        await _refused_without_lag(client, "POST", "/api/v1/events", json=event, headers=publisher)
+    await _refused_without_lag(
+        client,
+        "/api/v1/events",
+        publisher,
+        lambda number, value: {
+            "name": "order.created",
+            "id": f"o-{number}",
+            "payload": {"code": value},
+        },
+    )
     listed = await client.get("/api/v1/events", headers=admin)
     assert listed.json()["items"] == [], "nothing was written"
 

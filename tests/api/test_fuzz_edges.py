@@ -19,7 +19,6 @@ import base64
 import json
 import tempfile
 from collections.abc import Iterator
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,9 +34,9 @@ import rota
 from rota.api.app import create_api
 from rota.api.auth import mint_token
 from rota.planner import Planner
-from tests.portal import Portal
+from tests.portal import Portal, served_in_portal
 
-from .conftest import ADMIN, api_settings, make_rota_app, serving
+from .conftest import ADMIN, api_settings, make_rota_app
 
 EXAMPLES_PER_OPERATION = 10
 OMIT = object()
@@ -363,22 +362,10 @@ class Fuzzed:
 def fuzzed(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Fuzzed]:
-    if request.param == "postgres":
-        url = str(request.getfixturevalue("pg_migrated"))
-    else:
-        url = f"sqlite:///{tmp_path_factory.mktemp('fuzz')}/rota.db"
-    app = make_rota_app(url)
-    api = create_api(app, api_settings(failed_auth_burst=100_000))
     token = mint_token(api_settings(), "fuzz", datetime.now(UTC), scopes=ADMIN)
-    portal = Portal()
-    stack = AsyncExitStack()
-    try:
-        client = portal.call(stack.enter_async_context(serving(api)))
-        yield Fuzzed(portal, client, {"Authorization": f"Bearer {token}"}, app)
-    finally:
-        portal.call(stack.aclose())
-        portal.call(app.aclose())
-        portal.close()
+    with served_in_portal(request, tmp_path_factory, "fuzz") as served:
+        admin = {"Authorization": f"Bearer {token}"}
+        yield Fuzzed(served.portal, served.client, admin, served.app)
 
 
 def _seed(fuzzed: Fuzzed) -> None:

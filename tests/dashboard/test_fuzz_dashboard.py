@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -24,11 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rota.api.app import create_api
 from rota.dashboard import actions, breakers, events, pages, signin
 from rota.dashboard.web import MAX_FORM_VALUES
-from tests.api.conftest import api_settings, make_rota_app, serving
-from tests.portal import Portal
+from tests.portal import Portal, served_in_portal
 
 from .conftest import bearer, csrf_of, sign_in, token
 
@@ -136,28 +133,18 @@ class Dashboard:
 def dashboard(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Dashboard]:
-    if request.param == "postgres":
-        url = str(request.getfixturevalue("pg_migrated"))
-    else:
-        url = f"sqlite:///{tmp_path_factory.mktemp('dash-fuzz')}/rota.db"
-    app = make_rota_app(url)
-    api = create_api(app, api_settings(failed_auth_burst=100_000))
-    portal = Portal()
-    stack = AsyncExitStack()
-    try:
-        anonymous = portal.call(stack.enter_async_context(serving(api)))
+    with served_in_portal(request, tmp_path_factory, "dash-fuzz") as served:
+        portal = served.portal
         signed = portal.call(
-            stack.enter_async_context(
-                httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://t")
+            served.stack.enter_async_context(
+                httpx.AsyncClient(
+                    transport=httpx.ASGITransport(app=served.api), base_url="http://t"
+                )
             )
         )
         portal.call(_seed(signed))
         csrf = csrf_of(portal.call(signed.get("/runs")))
-        yield Dashboard(portal, anonymous, signed, csrf)
-    finally:
-        portal.call(stack.aclose())
-        portal.call(app.aclose())
-        portal.close()
+        yield Dashboard(portal, served.client, signed, csrf)
 
 
 async def _seed(client: httpx.AsyncClient) -> None:
