@@ -74,3 +74,14 @@ def test_the_list_shows_the_current_failure_rate_window(db_url: str) -> None:
     assert listed.exit_code == 0, listed.output
     assert "window" in listed.output
     assert "1/2" in listed.output, listed.output
+
+
+def test_the_list_can_be_limited_to_namespaces(db_url: str) -> None:
+    """Issue 31: the breakers runs of a namespace moved (the 'default' one here)."""
+    asyncio.run(_trip(db_url))
+    mine = _rota(db_url, "breakers", "list", "--namespace", "default")
+    assert mine.exit_code == 0, mine.output
+    assert "psp.example" in mine.output
+    other = _rota(db_url, "breakers", "list", "--namespace", "team-b")
+    assert other.exit_code == 0, other.output
+    assert "psp.example" not in other.output
