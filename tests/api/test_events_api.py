@@ -7,7 +7,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
+import rota
+from rota import events
 from rota.domain.events import MAX_EVENT_PAYLOAD_BYTES
+from rota.domain.workflows import WorkflowInvalid
 
 from .conftest import ADMIN, Token
 
@@ -163,3 +166,26 @@ async def test_a_subscription_names_one_known_target(
         assert named in answer.text
     listed = (await client.get(SUBSCRIPTIONS, headers=admin)).json()["items"]
     assert [(s["job"], s["workflow"]) for s in listed] == [("receipts", None)]
+
+
+async def test_a_workflow_payload_is_never_checked_inside_the_publish(
+    rota_app: rota.App, client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    """Issue 31: the publish checks subscribed workflows' payloads before its
+    transaction (rota.events.checked_starts). A start that reaches the transaction
+    unchecked (the workflow was saved in between) fails whole, nothing written."""
+    template = {
+        "name": "on-order",
+        "steps": [{"name": "greet", "handler": "anything"}],
+        "parameters": {"type": "object", "properties": {"total": {"type": "integer"}}},
+    }
+    assert (await client.post("/api/v1/workflows", json=template, headers=admin)).is_success
+    body = {"event": "order.created", "workflow": "on-order"}
+    assert (await client.put(SUBSCRIPTIONS, json=body, headers=admin)).is_success
+    store = await rota_app.store()
+    event = events.new_event("order.created", {"total": 3}, "o-1")
+    with pytest.raises(WorkflowInvalid, match="publish it again"):
+        await events._events(store).publish(event, None, rota_app.workflow_starts())
+    assert (await client.get(EVENTS, headers=admin)).json()["items"] == []
+    checked = await events.publish(store, rota_app.clock, event, rota_app.workflow_starts())
+    assert len(checked.workflow_run_ids) == 1
