@@ -77,9 +77,9 @@ def kill_inside_release(marks: Path) -> None:
     ``marks`` first, so the test knows where it died."""
     from rota.store.core import runs, workflows
 
-    async def release_then_die(session: Any, run_ids: Iterable[int]) -> None:
+    async def release_then_die(session: Any, run_ids: Iterable[int], map_max_items: int) -> None:
         ids = sorted(set(run_ids))
-        await workflows.release_after(session, ids)
+        await workflows.release_after(session, ids, map_max_items)
         if ids:
             with marks.open("a") as f:
                 f.write(f"{' '.join(map(str, ids))} dying-in-release\n")
