@@ -18,7 +18,7 @@ SELECT EXISTS (
 -- The plain path, for runs no limit applies to: one index range scan per queue
 -- (LATERAL), merged by effective priority; SKIP LOCKED lets concurrent claimers pass
 -- each other's rows instead of queueing on them. The statement lives in the function
--- rota_claim (migration 21) so that it is planned once per session (ADR 0030).
+-- rota_claim (migration 22) so that it is planned once per session (ADR 0030).
 SELECT * FROM rota_claim(%(queues)b::text[], %(limit)s::int, %(worker_id)s::text,
                          %(lease_seconds)s::float8, %(tags)b::text[],
                          %(limited_handlers)b::text[], %(now)s::timestamptz);

@@ -1,4 +1,4 @@
--- rota schema version 21 (PostgreSQL): the plain claim is planned once per session
+-- rota schema version 22 (PostgreSQL): the plain claim is planned once per session
 -- (ADR 0030).
 -- Planning the claim statement cost more server CPU than running it (about 0.5 ms
 -- against 0.3 ms for ten runs): every claim was planned anew for its parameters, and
