@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from typing import Any
 
 import psycopg
 import pytest
@@ -21,42 +22,67 @@ from .support import T0, at, new_run
 pytestmark = pytest.mark.timeout(60)
 
 
+async def _claim_plans(conn: psycopg.AsyncConnection[Any], tags: list[str]) -> list[str]:
+    """The plans of the statement inside rota_claim, as auto_explain logs them, for a
+    claim at the database clock and one at a given instant (tests pass an instant)."""
+    plans: list[str] = []
+    conn.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
+    claim = load_queries("postgres")["claim"]
+    for now in (None, T0):
+        params = {
+            "queues": ["default", "emails"],
+            "limit": 10,
+            "worker_id": "worker-1",
+            "lease_seconds": 30.0,
+            "tags": tags,
+            "limited_handlers": [],
+            "now": now,
+        }
+        async with conn.transaction(force_rollback=True):
+            await conn.execute(claim, params)
+    return [plan for plan in plans if "rota_runs_live" in plan]
+
+
 @pytest.mark.postgres
 async def test_claim_uses_the_claimable_index(pg_clean: str) -> None:
-    store = PostgresStore(pg_clean)
-    await store.open()
-    try:
-        await store.enqueue(
-            [new_run(payload=json.dumps({"i": i}), priority=1 + i % 10) for i in range(4000)],
-            T0,
-        )
-    finally:
-        await store.close()
+    """The claim's plan is kept for the session (ADR 0030): it must walk the claimable
+    index in order and update by address whatever the statistics said when it was
+    made (here an empty queue) and whatever the filters."""
     async with await psycopg.AsyncConnection.connect(pg_clean, autocommit=True) as conn:
+        await conn.execute("LOAD 'auto_explain'")
+        await conn.execute("SET auto_explain.log_min_duration = 0")
+        await conn.execute("SET auto_explain.log_nested_statements = on")
+        await conn.execute("SET client_min_messages = log")
+        await conn.execute("ANALYZE rota_runs")
+        first = await _claim_plans(conn, tags=[])  # planned while the queue is empty
+        store = PostgresStore(pg_clean)
+        await store.open()
+        try:
+            await store.enqueue(
+                [new_run(payload=json.dumps({"i": i}), priority=1 + i % 10) for i in range(4000)],
+                T0,
+            )
+        finally:
+            await store.close()
         await conn.execute(
             "UPDATE rota_runs SET state = 'succeeded', attempt = 1, fence = 1,"
             " finished_at = %(t)s WHERE id <= 2000",
             {"t": T0},
         )
         await conn.execute("ANALYZE rota_runs")
-        claim = load_queries("postgres")["claim"]
-        plans = []
-        # Production passes now=None (the database clock); tests pass an instant.
-        for now in (None, T0):
-            params = {
-                "queues": ["default", "emails"],
-                "limit": 10,
-                "worker_id": "worker-1",
-                "lease_seconds": 30.0,
-                "tags": [],
-                "limited_handlers": [],
-                "now": now,
-            }
-            cur = await conn.execute("EXPLAIN " + claim, params)
-            plans.append("\n".join(row[0] for row in await cur.fetchall()))
-    for plan in plans:
-        assert "Index Scan using rota_runs_claimable on rota_runs" in plan, plan
+        unfiltered = await _claim_plans(conn, tags=[])
+        tagged = await _claim_plans(conn, tags=["gpu"])
+    assert len(first) == len(unfiltered) == len(tagged) == 2
+    for plan in first + unfiltered + tagged:
+        assert "Index Scan using rota_runs_claimable on rota_runs_live" in plan, plan
         assert "Seq Scan on rota_runs" not in plan, plan
+        assert "Sort Key: l.sort_at" not in plan, plan  # the index gives the order
+        assert "Tid Scan on rota_runs_live r" in plan, plan  # the update, by address
+        assert "JIT" not in plan, plan
+    # Planned once: the plan keeps its filters' parameters (a generic plan), with tags
+    # or without.
+    for plan in first + unfiltered + tagged:
+        assert "tags <@ $" in plan, plan
 
 
 def _prepared(name: str, sql: str) -> tuple[str, list[str]]:

@@ -16,50 +16,12 @@ SELECT EXISTS (
 
 -- name: claim
 -- The plain path, for runs no limit applies to: one index range scan per queue
--- (LATERAL), merged by effective priority. SKIP LOCKED lets concurrent claimers pass
--- each other's rows instead of queueing on them.
-WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
-picked AS (
-    SELECT c.id FROM unnest(%(queues)b::text[]) AS q(name), t,
-    LATERAL (
-        SELECT id, sort_at FROM rota_runs
-        WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
-          AND queue = q.name AND run_at <= t.now
-          AND handler <> ALL(%(limited_handlers)b::text[])
-          AND (tags IS NULL OR tags <@ %(tags)b::text[])
-          -- A run whose breaker is open or half-open waits for the limited path (ADR 0016).
-          -- Each row is checked only while some breaker is not closed: the first test
-          -- is one look per statement (an InitPlan), and the common case stops there.
-          AND (NOT (SELECT EXISTS (SELECT 1 FROM rota_breakers WHERE state <> 'closed'))
-               OR NOT EXISTS (
-                   SELECT 1 FROM rota_breakers b
-                   WHERE b.handler = rota_runs.handler
-                     AND b.breaker_key = COALESCE(rota_runs.breaker_key, '')
-                     AND b.state <> 'closed'))
-          AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
-        ORDER BY sort_at, id
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
-    ) AS c
-    ORDER BY c.sort_at, c.id
-    LIMIT %(limit)s
-)
-UPDATE rota_runs r
-SET state = 'claimed',
-    attempt = r.attempt + 1,
-    fence = r.fence + 1,
-    worker_id = %(worker_id)s,
-    started_at = t.now,
-    lease_expires_at = t.now + make_interval(secs => %(lease_seconds)s)
-FROM picked, t
--- The state names the queue's partition (ADR 0027): without it the update would look
--- each picked id up in every history partition too.
-WHERE r.id = picked.id AND r.state IN ('pending', 'retrying')
-RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
-          r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
-          r.correlation_id, r.job_id,
-          EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context,
-          r.step_input;
+-- (LATERAL), merged by effective priority; SKIP LOCKED lets concurrent claimers pass
+-- each other's rows instead of queueing on them. The statement lives in the function
+-- rota_claim (migration 22) so that it is planned once per session (ADR 0030).
+SELECT * FROM rota_claim(%(queues)b::text[], %(limit)s::int, %(worker_id)s::text,
+                         %(lease_seconds)s::float8, %(tags)b::text[],
+                         %(limited_handlers)b::text[], %(now)s::timestamptz);
 
 -- name: next_due_in
 -- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
