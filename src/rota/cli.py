@@ -26,7 +26,7 @@ from rota import (
 from rota import schedules as schedules_service
 from rota.bootstrap import open_store
 from rota.bootstrap import upgrade as upgrade_schema
-from rota.cli_app import load_app
+from rota.cli_app import app_dir_option, load_app
 from rota.clock import SystemClock
 from rota.config import Settings
 from rota.errors import RotaError, StoreUnavailable
@@ -87,6 +87,7 @@ def main(log_level: str, log_json: bool) -> None:
 
 @main.command()
 @click.option("--app", "app_target", required=True, help="MODULE:ATTRIBUTE of your rota.App.")
+@app_dir_option
 @db_option
 @click.option(
     "--concurrency",
@@ -114,6 +115,7 @@ def main(log_level: str, log_json: bool) -> None:
 )
 def worker(
     app_target: str,
+    app_dir: str,
     db: str | None,
     concurrency: int,
     loop: str,
@@ -127,7 +129,7 @@ def worker(
         http = WorkerHttp.from_env(http_address) if http_address else None
     except RotaError as exc:
         _fail(str(exc))
-    app = load_app(app_target)
+    app = load_app(app_target, app_dir)
     if db:
         app.settings = app.settings.with_overrides(database_url=db)
     queue_list = _split(queues) if queues else None
@@ -279,6 +281,7 @@ def status(db: str | None) -> None:
 @click.argument("handler")
 @click.argument("payload", default="null")
 @click.option("--app", "app_target", required=True, help="MODULE:ATTRIBUTE of your rota.App.")
+@app_dir_option
 @db_option
 @click.option("--priority", type=int, default=None)
 @click.option("--idempotency-key", default=None)
@@ -286,12 +289,13 @@ def enqueue(
     handler: str,
     payload: str,
     app_target: str,
+    app_dir: str,
     db: str | None,
     priority: int | None,
     idempotency_key: str | None,
 ) -> None:
     """Enqueue one run of HANDLER with a JSON PAYLOAD."""
-    app = load_app(app_target)
+    app = load_app(app_target, app_dir)
     if db:
         app.settings = app.settings.with_overrides(database_url=db)
     try:

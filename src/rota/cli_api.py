@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from rota.cli_app import app_dir_option
 from rota.client import ApiError, RotaClient, RunNotFinished, ServerUnreachable
 from rota.endpoint import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_URL
 from rota.errors import RotaError
@@ -539,6 +540,7 @@ def token_create(
 # -- the server -----------------------------------------------------------------------
 @click.command()
 @click.option("--app", "app_target", default=None, help="MODULE:ATTRIBUTE of your rota.App.")
+@app_dir_option
 @click.option("--db", envvar="ROTA_DATABASE_URL", default=None, help="Database URL.")
 @click.option("--host", default=DEFAULT_HOST, show_default=True)
 @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)
@@ -554,6 +556,7 @@ def token_create(
 )
 def server(
     app_target: str | None,
+    app_dir: str,
     db: str | None,
     host: str,
     port: int,
@@ -572,7 +575,7 @@ def server(
     from rota.server import ServerFailed, serve
 
     try:
-        rota_app = load_app(app_target) if app_target else App()
+        rota_app = load_app(app_target, app_dir) if app_target else App()
         if db:
             rota_app.settings = rota_app.settings.with_overrides(database_url=db)
         settings = ApiSettings.from_env(
