@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
 import click
+from click.exceptions import NoArgsIsHelpError
 from rich.console import Console
 from rich.table import Table
 
@@ -76,7 +78,37 @@ db_option = click.option(
 )
 
 
-@click.group()
+class _OneLineError(click.ClickException):
+    """A usage error (a bad flag value, a missing option) as one line, like every other
+    error of the CLI, instead of click's usage block."""
+
+    exit_code = click.UsageError.exit_code  # 2, as click's own usage errors
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"rota: error: {self.format_message()}", err=True)
+
+
+class _Rota(click.Group):
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _one_line():  # the group's own options (--log-level)
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _one_line():  # every subcommand's arguments
+            return super().invoke(ctx)
+
+
+@contextmanager
+def _one_line() -> Iterator[None]:
+    try:
+        yield
+    except (_OneLineError, NoArgsIsHelpError):
+        raise
+    except click.UsageError as exc:
+        raise _OneLineError(exc.format_message()) from None
+
+
+@click.group(cls=_Rota)
 @click.option("--log-level", default="info", type=click.Choice(logs.LEVELS))
 @click.option("--log-json", is_flag=True, help="One JSON object per log line.")
 @click.version_option(package_name="rota")

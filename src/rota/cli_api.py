@@ -534,7 +534,11 @@ def token_create(
             namespaces=list(namespaces) or ["*"],
             ttl_seconds=ttl,
         )
-    _print_json(answer) if as_json else click.echo(answer["access_token"])
+    access_token = answer.get("access_token") if isinstance(answer, dict) else None
+    if not isinstance(access_token, str) or not access_token:
+        # `export ROTA_TOKEN=$(rota token create)` must not quietly export nothing.
+        _fail(f"{url} answered without a token (is it a rota server in development mode?)")
+    _print_json(answer) if as_json else click.echo(access_token)
 
 
 # -- the server -----------------------------------------------------------------------
@@ -543,7 +547,7 @@ def token_create(
 @app_dir_option
 @click.option("--db", envvar="ROTA_DATABASE_URL", default=None, help="Database URL.")
 @click.option("--host", default=DEFAULT_HOST, show_default=True)
-@click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
 @click.option("--no-worker", is_flag=True, help="Serve the API only; work no runs here.")
 @click.option("--no-leader", is_flag=True, help="Never stand for leader on this node.")
 @click.option("--concurrency", type=int, default=8, show_default=True)

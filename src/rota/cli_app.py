@@ -12,6 +12,7 @@ from typing import NoReturn
 import click
 
 from rota.app import App
+from rota.errors import RotaError
 
 # Like uvicorn's --app-dir: the folder holding tasks.py is where a user runs the
 # command from, and a console script's sys.path does not contain it.
@@ -40,6 +41,8 @@ def load_app(target: str, app_dir: str = ".") -> App:
         sys.path.insert(0, directory)
     try:
         module = importlib.import_module(module_name)
+    except RotaError as exc:  # e.g. a bad ROTA_* value met by the module's rota.App()
+        _fail(str(exc))
     except Exception as exc:  # noqa: BLE001 - any failure of the user's module is one line
         reason = str(exc).splitlines()[0] if str(exc) else ""
         _fail(

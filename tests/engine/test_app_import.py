@@ -12,7 +12,13 @@ import pytest
 
 pytestmark = pytest.mark.timeout(60)
 
-TASKS = 'import rota\napp = rota.App("sqlite:///rota.db")\n\n@app.handler("hello")\ndef hello(ctx, payload):\n    return payload\n'
+TASKS = """import rota
+app = rota.App("sqlite:///rota.db")
+
+@app.handler("hello")
+def hello(ctx, payload):
+    return payload
+"""
 
 
 def _rota(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -42,7 +42,10 @@ def test_every_cancel_holds(
     kinds = [list(KINDS)[i % len(KINDS)] for i in range(TRIES)]
     run_ids = [process_app.enqueue(*KINDS[kind]) for kind in kinds]
     for run_id in run_ids:
-        wait_until(lambda: "started" in _words_of(marks, run_id), what=f"run {run_id} to start")
+        wait_until(
+            lambda run_id=run_id: "started" in _words_of(marks, run_id),
+            what=f"run {run_id} to start",
+        )
         process_app.cancel(run_id)
     for run_id, kind in zip(run_ids, kinds, strict=True):
         run = wait_for_state_of(
