@@ -146,7 +146,9 @@ class Worker:
             self.store.supports_handler_transactions
             and self.options.concurrency > self.settings.handler_pool_size
         ):
-            self._log.info(
+            # Debug: the defaults (100 runs, 8 handler transactions) meet this on every
+            # PostgreSQL start, and most handlers never open a transaction (ADR 0019).
+            self._log.debug(
                 "more runs at once than handler transactions: handlers past the limit "
                 "wait for a ctx.transaction() connection",
                 concurrency=self.options.concurrency,
