@@ -99,9 +99,7 @@ class Reader:
             command = ["bash", "-c", f"{EXPORTS}\nexec .venv/bin/python block.py"]
         elif block.lang == "sh":
             (self.folder / "block.sh").write_text(
-                f"set -euo pipefail\n{EXPORTS}\n"
-                + body
-                + "\nexport -p > .exports\n"
+                f"set -euo pipefail\n{EXPORTS}\n" + body + "\nexport -p > .exports\n"
             )
             command = ["bash", "block.sh"]
         else:

@@ -4,16 +4,13 @@ each block is run and the three things that differ from a reader's terminal)."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from tests.api.test_cli_e2e import free_port
-from tests.conftest import ADMIN_URL, REQUIRE_POSTGRES, _with_database
+from tests.conftest import fresh_database
 from tests.readme import Reader, blocks
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -22,19 +19,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 @pytest.fixture
 def fresh_postgres() -> Iterator[str]:
     """An empty database: the README's `rota db upgrade` is what makes rota's tables."""
-    try:
-        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        if REQUIRE_POSTGRES:
-            pytest.fail(f"ROTA_REQUIRE_POSTGRES=1 but no PostgreSQL at {ADMIN_URL}: {exc}")
-        pytest.skip(f"SKIPPING THE README TEST: no PostgreSQL at {ADMIN_URL} ({exc})")
-    name = f"rota_readme_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield _with_database(ADMIN_URL, name)
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database("rota_readme") as url:
+        yield url
 
 
 def test_every_block_is_run_or_skipped_with_a_reason():

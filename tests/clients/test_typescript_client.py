@@ -78,7 +78,8 @@ ESM_CONSUMER = """
 import { RotaClient } from "@rota/client";
 
 const rota = new RotaClient({ baseUrl: process.env.ROTA_URL!, token: process.env.ROTA_TOKEN });
-const runId = await rota.enqueue({ handler: "export-csv", payload: { rows: 1 } }, { idempotencyKey: "esm-1" });
+const runId = await rota.enqueue(
+  { handler: "export-csv", payload: { rows: 1 } }, { idempotencyKey: "esm-1" });
 const run = await rota.waitFor(runId, { timeoutMs: 30_000 });
 console.log("esm", run.state);
 """
@@ -87,7 +88,8 @@ import { RotaClient } from "@rota/client";
 
 async function main(): Promise<void> {
   const rota = new RotaClient({ baseUrl: process.env.ROTA_URL!, token: process.env.ROTA_TOKEN });
-  const runId = await rota.enqueue({ handler: "export-csv", payload: { rows: 2 } }, { idempotencyKey: "cjs-1" });
+  const runId = await rota.enqueue(
+    { handler: "export-csv", payload: { rows: 2 } }, { idempotencyKey: "cjs-1" });
   const run = await rota.waitFor(runId, { timeoutMs: 30_000 });
   console.log("cjs", run.state, typeof require);
 }
