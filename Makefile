@@ -24,9 +24,11 @@ install: $(VENV)/.installed
 # rota server with the example handlers and an example schedule on sqlite:///rota.db;
 # it prints how to get a token and what to curl. Development mode is asked for here
 # (--dev): the server's default is production, which needs ROTA_JWT_SECRET.
+# `make run PORT=8080` serves on another port (the printed hints name it).
+PORT ?= 5017
 run: install
 	$(BIN)/python -m rota.examples
-	$(BIN)/rota server --dev --app rota.examples:app
+	$(BIN)/rota server --dev --app rota.examples:app --port $(PORT)
 
 # Two workers, one SIGKILLed mid-run, and the takeover.
 demo: install

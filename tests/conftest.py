@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -44,9 +45,10 @@ def _with_database(url: str, name: str) -> str:
     return f"{base}/{name}"
 
 
-@pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    """A database of our own for this test session, dropped at the end."""
+@contextmanager
+def fresh_database(prefix: str) -> Iterator[str]:
+    """An empty PostgreSQL database of our own, dropped afterwards; without a server the
+    test is skipped with a loud reason (fails, with ROTA_REQUIRE_POSTGRES=1)."""
     try:
         admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
@@ -54,14 +56,20 @@ def pg_url() -> Iterator[str]:
         if REQUIRE_POSTGRES:
             pytest.fail(f"ROTA_REQUIRE_POSTGRES=1 but {message}", pytrace=False)
         pytest.skip(f"SKIPPING POSTGRES TESTS: {message}")
-    name = f"rota_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-        url = _with_database(ADMIN_URL, name)
         try:
-            yield url
+            yield _with_database(ADMIN_URL, name)
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A database of our own for this test session, dropped at the end."""
+    with fresh_database("rota_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -1,114 +1,52 @@
-"""The README's Python examples run as printed."""
+"""Every code block of README.md runs as printed, in order, in one fresh folder, against
+a real server, real workers and a fresh PostgreSQL database (tests/readme.py says how
+each block is run and the three things that differ from a reader's terminal)."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.helpers import REPO
+import pytest
+
+from tests.api.test_cli_e2e import free_port
+from tests.conftest import fresh_database
+from tests.readme import Reader, blocks
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.DOTALL)
+@pytest.fixture
+def fresh_postgres() -> Iterator[str]:
+    """An empty database: the README's `rota db upgrade` is what makes rota's tables."""
+    with fresh_database("rota_readme") as url:
+        yield url
 
 
-def test_quickstart_examples_run(tmp_path: Path):
-    tasks, producer = _python_blocks()[:2]
-    assert tasks.startswith("# tasks.py")
-    (tmp_path / "tasks.py").write_text(tasks)
-    result = subprocess.run(
-        [sys.executable, "-c", producer], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "pending"
-    again = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            producer.replace("print(app.get_run(run_id).state)", "print(run_id)"),
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert again.stdout.strip() == "1", "a repeated idempotency key returns the first run"
+def test_every_block_is_run_or_skipped_with_a_reason():
+    found = blocks()
+    assert len(found) > 20, "the README's blocks were not found"
+    for block in found:
+        if block.mark == "skip":
+            assert block.why, f"{block.name}: a skipped block says why"
+        else:
+            assert block.lang in ("python", "sh"), f"{block.name}: mark it skip (and why)"
 
 
-def test_schedule_and_control_examples_run(tmp_path: Path):
-    blocks = _python_blocks()
-    tasks = blocks[0]
-    schedules = next(b for b in blocks if "app.schedule(" in b)
-    controls = next(b for b in blocks if "app.set_limit(" in b)
-    (tmp_path / "tasks.py").write_text(tasks)
-    script = (
-        "from tasks import app\nimport rota\n"
-        + schedules
-        + controls
-        + (
-            "print(sorted(j.spec.name for j in app.list_schedules()))\n"
-            "print([(l.scope.value, l.name, l.max_running) for l in app.list_limits()])\n"
-        )
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    names, limits = result.stdout.strip().splitlines()[-2:]
-    assert names == "['heartbeat', 'nightly-report', 'tomorrow-once']"
-    assert limits == "[('queue', 'gpu-work', 8)]"
-
-
-def _runs_as_printed(tmp_path: Path, call: str) -> None:
-    """The block calling ``call`` runs after tasks.py and prints what its
-    ``# prints ...`` comment says (the comment's own words end at two spaces)."""
-    blocks = _python_blocks()
-    block = next(b for b in blocks if call in b)
-    (tmp_path / "tasks.py").write_text(blocks[0])
-    script = "from tasks import app\nimport rota\n" + block
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    printed = re.search(r"# prints (.*?)  ", block)
-    assert printed is not None
-    assert result.stdout.strip().splitlines()[-1] == printed.group(1)
-
-
-def test_rate_limit_example_runs_as_printed(tmp_path: Path):
-    _runs_as_printed(tmp_path, "app.set_rate(")
-
-
-def test_breaker_example_runs_as_printed(tmp_path: Path):
-    _runs_as_printed(tmp_path, "app.list_breakers(")
-
-
-def test_workflow_example_runs_as_printed(tmp_path: Path):
-    block = next(b for b in _python_blocks() if "rota.Workflow(" in b)
-    result = subprocess.run(
-        [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    printed = result.stdout.strip().splitlines()[-1]
-    assert printed == (
-        "succeeded [('extract', 'succeeded'), ('load-region', 'succeeded'),"
-        " ('report', 'succeeded')]"
-    )
-
-
-def test_workflow_template_example_runs_as_printed(tmp_path: Path):
-    block = next(b for b in _python_blocks() if "parameters=schema" in b)
-    result = subprocess.run(
-        [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    schedule, refused = result.stdout.strip().splitlines()[-2:]
-    assert schedule == "rota.start-workflow"
-    readme = (REPO / "README.md").read_text()
-    assert f"prints `{refused}` last" in readme
-
-
-def test_events_example_runs_as_printed(tmp_path: Path):
-    _runs_as_printed(tmp_path, "app.publish(")
+def test_the_readme_runs_as_printed(tmp_path: Path, fresh_postgres: str):
+    reader = Reader(tmp_path, free_port(), fresh_postgres)
+    ran = []
+    try:
+        for block in blocks():
+            if block.mark != "skip":
+                reader.run(block)
+                ran.append(block)
+    except BaseException:
+        print(reader.logs())  # the server's and workers' last lines, beside the failure
+        raise
+    finally:
+        reader.stop()
+    outputs = dict((block.body, out) for block, out in reader.outputs)
+    trigger = next(body for body in outputs if "jobs trigger nightly --wait 30" in body)
+    assert any(line.endswith(" succeeded") for line in outputs[trigger].splitlines())
+    assert (tmp_path / "tasks.py").read_text().count("@app.handler(") == 7

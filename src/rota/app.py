@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from rota import bulk, events, flows, loops, schedules, services, workflow_schedules
+from rota import bulk, events, flows, logs, loops, schedules, services, workflow_schedules
 from rota.bootstrap import caller_connection_enqueue, caller_connection_publish
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
@@ -548,7 +548,8 @@ class App:
             finally:
                 await self.aclose()
 
-        loops.run(main(), loop)
+        with logs.default_setup():
+            loops.run(main(), loop)
 
     def worker_options(
         self,

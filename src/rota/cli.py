@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 from zoneinfo import ZoneInfo
 
 import click
+from click.exceptions import NoArgsIsHelpError
 from rich.console import Console
 from rich.table import Table
 
@@ -26,7 +28,7 @@ from rota import (
 from rota import schedules as schedules_service
 from rota.bootstrap import open_store
 from rota.bootstrap import upgrade as upgrade_schema
-from rota.cli_app import load_app
+from rota.cli_app import app_dir_option, load_app
 from rota.clock import SystemClock
 from rota.config import Settings
 from rota.errors import RotaError, StoreUnavailable
@@ -76,7 +78,37 @@ db_option = click.option(
 )
 
 
-@click.group()
+class _OneLineError(click.ClickException):
+    """A usage error (a bad flag value, a missing option) as one line, like every other
+    error of the CLI, instead of click's usage block."""
+
+    exit_code = click.UsageError.exit_code  # 2, as click's own usage errors
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"rota: error: {self.format_message()}", err=True)
+
+
+class _Rota(click.Group):
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _one_line():  # the group's own options (--log-level)
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _one_line():  # every subcommand's arguments
+            return super().invoke(ctx)
+
+
+@contextmanager
+def _one_line() -> Iterator[None]:
+    try:
+        yield
+    except (_OneLineError, NoArgsIsHelpError):
+        raise
+    except click.UsageError as exc:
+        raise _OneLineError(exc.format_message()) from None
+
+
+@click.group(cls=_Rota)
 @click.option("--log-level", default="info", type=click.Choice(logs.LEVELS))
 @click.option("--log-json", is_flag=True, help="One JSON object per log line.")
 @click.version_option(package_name="rota")
@@ -87,6 +119,7 @@ def main(log_level: str, log_json: bool) -> None:
 
 @main.command()
 @click.option("--app", "app_target", required=True, help="MODULE:ATTRIBUTE of your rota.App.")
+@app_dir_option
 @db_option
 @click.option(
     "--concurrency",
@@ -114,6 +147,7 @@ def main(log_level: str, log_json: bool) -> None:
 )
 def worker(
     app_target: str,
+    app_dir: str,
     db: str | None,
     concurrency: int,
     loop: str,
@@ -127,7 +161,7 @@ def worker(
         http = WorkerHttp.from_env(http_address) if http_address else None
     except RotaError as exc:
         _fail(str(exc))
-    app = load_app(app_target)
+    app = load_app(app_target, app_dir)
     if db:
         app.settings = app.settings.with_overrides(database_url=db)
     queue_list = _split(queues) if queues else None
@@ -288,6 +322,7 @@ def status(db: str | None) -> None:
 @click.argument("handler")
 @click.argument("payload", default="null")
 @click.option("--app", "app_target", required=True, help="MODULE:ATTRIBUTE of your rota.App.")
+@app_dir_option
 @db_option
 @click.option("--priority", type=int, default=None)
 @click.option("--idempotency-key", default=None)
@@ -295,12 +330,13 @@ def enqueue(
     handler: str,
     payload: str,
     app_target: str,
+    app_dir: str,
     db: str | None,
     priority: int | None,
     idempotency_key: str | None,
 ) -> None:
     """Enqueue one run of HANDLER with a JSON PAYLOAD."""
-    app = load_app(app_target)
+    app = load_app(app_target, app_dir)
     if db:
         app.settings = app.settings.with_overrides(database_url=db)
     try:

@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from rota.cli_app import app_dir_option
 from rota.client import ApiError, RotaClient, RunNotFinished, ServerUnreachable
 from rota.endpoint import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_URL
 from rota.errors import RotaError
@@ -533,15 +534,20 @@ def token_create(
             namespaces=list(namespaces) or ["*"],
             ttl_seconds=ttl,
         )
-    _print_json(answer) if as_json else click.echo(answer["access_token"])
+    access_token = answer.get("access_token") if isinstance(answer, dict) else None
+    if not isinstance(access_token, str) or not access_token:
+        # `export ROTA_TOKEN=$(rota token create)` must not quietly export nothing.
+        _fail(f"{url} answered without a token (is it a rota server in development mode?)")
+    _print_json(answer) if as_json else click.echo(access_token)
 
 
 # -- the server -----------------------------------------------------------------------
 @click.command()
 @click.option("--app", "app_target", default=None, help="MODULE:ATTRIBUTE of your rota.App.")
+@app_dir_option
 @click.option("--db", envvar="ROTA_DATABASE_URL", default=None, help="Database URL.")
 @click.option("--host", default=DEFAULT_HOST, show_default=True)
-@click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
 @click.option("--no-worker", is_flag=True, help="Serve the API only; work no runs here.")
 @click.option("--no-leader", is_flag=True, help="Never stand for leader on this node.")
 @click.option("--concurrency", type=int, default=8, show_default=True)
@@ -554,6 +560,7 @@ def token_create(
 )
 def server(
     app_target: str | None,
+    app_dir: str,
     db: str | None,
     host: str,
     port: int,
@@ -572,7 +579,7 @@ def server(
     from rota.server import ServerFailed, serve
 
     try:
-        rota_app = load_app(app_target) if app_target else App()
+        rota_app = load_app(app_target, app_dir) if app_target else App()
         if db:
             rota_app.settings = rota_app.settings.with_overrides(database_url=db)
         settings = ApiSettings.from_env(

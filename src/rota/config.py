@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
 from rota.errors import InvalidArgument
 from rota.redact import redact_url
+from rota.setting_kinds import KINDS, parse_setting
 
 DEFAULT_DATABASE_URL = "sqlite:///rota.db"
 SUPPORTED_URLS = "sqlite:///PATH (the default is sqlite:///rota.db) or postgresql://USER@HOST/DB"
@@ -25,107 +26,115 @@ def check_url(url: object) -> str:
     return url
 
 
+# Each field's default when its variable is not set (filled in by _from_environment).
+DEFAULTS: dict[str, Any] = {}
+
+
+def from_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Every ``ROTA_<FIELD>`` variable set in ``environ`` (None: the process's), parsed
+    and checked by its kind (setting_kinds.py): the first bad one is one line naming it."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name in ("database_url", *KINDS):
+        raw = environ.get(f"ROTA_{name.upper()}")
+        if raw is not None:
+            values[name] = _parsed(name, raw)
+    return values
+
+
+def _parsed(name: str, raw: str) -> Any:
+    if name == "database_url":
+        return check_url(raw)
+    return parse_setting(f"ROTA_{name.upper()}", KINDS[name], raw)
+
+
+def _from_environment(name: str, default: Any) -> Any:
+    """A field's default: its ``ROTA_*`` variable when set, so ``Settings()`` and
+    ``Settings.from_env()`` agree (a field given explicitly wins over both)."""
+
+    DEFAULTS[name] = default
+
+    def read() -> Any:
+        raw = os.environ.get(f"ROTA_{name.upper()}")
+        return default if raw is None else _parsed(name, raw)
+
+    return field(default_factory=read)
+
+
 @dataclass(frozen=True)
 class Settings:
-    database_url: str = DEFAULT_DATABASE_URL
+    database_url: str = _from_environment("database_url", DEFAULT_DATABASE_URL)
     # A lease must outlive a few missed heartbeats: renew every lease_seconds / 3.
-    lease_seconds: float = 30.0
+    lease_seconds: float = _from_environment("lease_seconds", 30.0)
     # Idle workers look for work this often even without a notification (PostgreSQL) or
     # on every tick (SQLite, which has no notifications).
-    poll_seconds: float = 1.0
-    sqlite_poll_seconds: float = 0.05
+    poll_seconds: float = _from_environment("poll_seconds", 1.0)
+    sqlite_poll_seconds: float = _from_environment("sqlite_poll_seconds", 0.05)
     # Linear priority aging: waiting this long is worth one priority level.
-    aging_seconds: float = 60.0
+    aging_seconds: float = _from_environment("aging_seconds", 60.0)
     # Consecutive lost leases before a run counts as poison and is dead-lettered.
-    poison_after: int = 3
-    reap_interval_seconds: float = 5.0
+    poison_after: int = _from_environment("poison_after", 3)
+    reap_interval_seconds: float = _from_environment("reap_interval_seconds", 5.0)
     # Workers report to the registry this often; one silent for worker_dead_seconds is
     # declared dead and its runs are taken back at once, without waiting for their leases.
-    worker_heartbeat_seconds: float = 2.0
-    worker_dead_seconds: float = 10.0
+    worker_heartbeat_seconds: float = _from_environment("worker_heartbeat_seconds", 2.0)
+    worker_dead_seconds: float = _from_environment("worker_dead_seconds", 10.0)
     # The leader's lease: a dead leader is replaced within this long.
-    leader_lease_seconds: float = 10.0
+    leader_lease_seconds: float = _from_environment("leader_lease_seconds", 10.0)
     # The planner looks for due schedule slots this often, and creates their runs this
     # far ahead so they start on time.
-    planner_interval_seconds: float = 1.0
+    planner_interval_seconds: float = _from_environment("planner_interval_seconds", 1.0)
     # The leader vacuums the hot tables this often (PostgreSQL), whatever autovacuum does.
-    vacuum_interval_seconds: float = 15.0
+    vacuum_interval_seconds: float = _from_environment("vacuum_interval_seconds", 15.0)
     # Longer than a tick takes: planning 10,000 per-minute schedules takes ~5 s on two
     # busy cores, and every slot's runs must be committed before the slot.
-    planner_horizon_seconds: float = 15.0
+    planner_horizon_seconds: float = _from_environment("planner_horizon_seconds", 15.0)
     # Finished runs older than this are pruned (with their attempts and logs).
-    retention_seconds: float = 7 * 24 * 3600.0
+    retention_seconds: float = _from_environment("retention_seconds", 7 * 24 * 3600.0)
     # Published events are kept this long (listed, and deduplicated by id), then pruned.
-    event_retention_seconds: float = 7 * 24 * 3600.0
-    shutdown_grace_seconds: float = 30.0
-    # How long a handler that ignores cancellation gets before its attempt is recorded
-    # Cancelled anyway and its task abandoned.
-    cancel_grace_seconds: float = 5.0
-    auto_migrate: bool = True
-    pool_size: int = 4
+    event_retention_seconds: float = _from_environment("event_retention_seconds", 7 * 24 * 3600.0)
+    shutdown_grace_seconds: float = _from_environment("shutdown_grace_seconds", 30.0)
+    # How long a cancelled plain-def handler (or, on a timeout or a lost lease, any
+    # handler) gets to stop by itself before its attempt is recorded Cancelled anyway and
+    # its task abandoned. An operator's cancel cancels an async handler's task at once.
+    cancel_grace_seconds: float = _from_environment("cancel_grace_seconds", 5.0)
+    auto_migrate: bool = _from_environment("auto_migrate", True)
+    pool_size: int = _from_environment("pool_size", 4)
     # PostgreSQL: handlers' transactions (ctx.transaction()) get connections from a pool
     # of their own, so they can never starve lease renewals. At most this many at once
     # (the default worker concurrency); a handler waits at most handler_pool_wait_seconds
     # for one, then its attempt ends and is retried without spending an attempt.
-    handler_pool_size: int = 8
-    handler_pool_wait_seconds: float = 10.0
+    handler_pool_size: int = _from_environment("handler_pool_size", 8)
+    handler_pool_wait_seconds: float = _from_environment("handler_pool_wait_seconds", 10.0)
     # Server-side limits of a handler's transaction: a session idle inside it this long
     # (a stopped or cut-off process) is ended, its locks released and its work rolled back.
-    handler_idle_in_transaction_seconds: float = 60.0
-    handler_statement_timeout_seconds: float = 300.0
-    handler_lock_timeout_seconds: float = 30.0
-    # Webhooks (docs/adr/0017-webhooks-outbox.md). Loopback, link-local and private
+    handler_idle_in_transaction_seconds: float = _from_environment(
+        "handler_idle_in_transaction_seconds", 60.0
+    )
+    handler_statement_timeout_seconds: float = _from_environment(
+        "handler_statement_timeout_seconds", 300.0
+    )
+    handler_lock_timeout_seconds: float = _from_environment("handler_lock_timeout_seconds", 30.0)
+    # Webhooks (docs/adr/0017-webhooks-outbox.md); a try's limit is webhook_timeout_seconds.
+    # Loopback, link-local and private
     # receivers are refused unless this is on (SSRF; tests and private networks by choice).
-    webhook_allow_private_addresses: bool = False
-    webhook_timeout_seconds: float = 10.0  # per try
-    webhook_max_tries: int = 8  # per delivery, then it is abandoned
-    webhook_disable_after: int = 20  # consecutive failed tries disable a subscription
+    webhook_allow_private_addresses: bool = _from_environment(
+        "webhook_allow_private_addresses", False
+    )
+    webhook_timeout_seconds: float = _from_environment("webhook_timeout_seconds", 10.0)
+    # Tries per delivery, then it is abandoned; consecutive failed tries that disable a
+    # subscription.
+    webhook_max_tries: int = _from_environment("webhook_max_tries", 8)
+    webhook_disable_after: int = _from_environment("webhook_disable_after", 20)
     # The most items one map step fans out over: a longer list fails the step with
     # MapTooLarge (its runs are created in one transaction). Read by every process
     # that completes runs, so set it alike across the cluster.
-    map_max_items: int = DEFAULT_MAP_MAX_ITEMS
+    map_max_items: int = _from_environment("map_max_items", DEFAULT_MAP_MAX_ITEMS)
 
     def __post_init__(self) -> None:
         check_url(self.database_url)
-        for name in (
-            "lease_seconds",
-            "poll_seconds",
-            "sqlite_poll_seconds",
-            "aging_seconds",
-            "reap_interval_seconds",
-            "leader_lease_seconds",
-            "worker_heartbeat_seconds",
-            "worker_dead_seconds",
-            "planner_interval_seconds",
-            "vacuum_interval_seconds",
-            "planner_horizon_seconds",
-            "retention_seconds",
-            "event_retention_seconds",
-            "cancel_grace_seconds",
-            "handler_pool_wait_seconds",
-            "handler_idle_in_transaction_seconds",
-            "handler_statement_timeout_seconds",
-            "handler_lock_timeout_seconds",
-            "webhook_timeout_seconds",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise InvalidArgument(name, value, "a number of seconds > 0")
-        if self.shutdown_grace_seconds < 0:
-            raise InvalidArgument(
-                "shutdown_grace_seconds", self.shutdown_grace_seconds, "a number of seconds >= 0"
-            )
-        for name in (
-            "poison_after",
-            "pool_size",
-            "handler_pool_size",
-            "webhook_max_tries",
-            "webhook_disable_after",
-            "map_max_items",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgument(name, value, "an integer >= 1")
+        for name, kind in KINDS.items():
+            kind.check(name, getattr(self, name))
 
     def __repr__(self) -> str:
         # The URL may hold the database password; settings end up in logs and errors.
@@ -150,30 +159,10 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """ROTA_DATABASE_URL, ROTA_LEASE_SECONDS, ... (the field name, upper-cased)."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for field in fields(cls):
-            raw = environ.get(f"ROTA_{field.name.upper()}")
-            if raw is None:
-                continue
-            values[field.name] = _parse(field.name, field.type, raw)
-        return cls(**values).with_overrides(**overrides)
-
-
-def _parse(name: str, kind: Any, raw: str) -> Any:
-    kind = str(kind)
-    try:
-        if kind == "bool":
-            if raw.lower() in {"1", "true", "yes", "on"}:
-                return True
-            if raw.lower() in {"0", "false", "no", "off"}:
-                return False
-            raise ValueError(raw)
-        if kind == "int":
-            return int(raw)
-        if kind == "float":
-            return float(raw)
-    except ValueError:
-        raise InvalidArgument(f"ROTA_{name.upper()}", raw, f"a {kind}") from None
-    return raw
+        """ROTA_DATABASE_URL, ROTA_LEASE_SECONDS, ... (the field name, upper-cased), then
+        ``overrides`` (None: not given). ``Settings()`` reads the environment the same
+        way; this reads ``environ`` instead when given."""
+        given = {name: value for name, value in overrides.items() if value is not None}
+        # A mapping given stands for the whole environment: the process's is not read.
+        base = {} if environ is None else DEFAULTS
+        return cls(**{**base, **from_environment(environ), **given})

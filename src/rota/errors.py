@@ -77,11 +77,12 @@ class WorkerNotFound(RotaError, LookupError):
 class InvalidTransition(RotaError):
     """The run is not in a state that allows what was asked (e.g. replaying a live run)."""
 
-    def __init__(self, run_id: int, state: str, action: str) -> None:
+    def __init__(self, run_id: int, state: str, action: str, what: str = "run") -> None:
+        # ``what``: a workflow run refuses a cancel once finished the same way, by id.
         self.run_id = run_id
         self.state = state
         self.action = action
-        super().__init__(f"cannot {action} run {run_id}: it is {state}")
+        super().__init__(f"cannot {action} {what} {run_id}: it is {state}")
 
 
 class SchemaMismatch(RotaError):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 import structlog
@@ -68,7 +70,7 @@ def processors(json: bool, colors: bool) -> list[structlog.typing.Processor]:
     ]
 
 
-def configure(level: str = "info", json: bool = False) -> None:
+def configure(level: str = "info", json: bool = False, cache: bool = True) -> None:
     if level not in LEVELS:
         from rota.errors import InvalidArgument
 
@@ -77,5 +79,21 @@ def configure(level: str = "info", json: bool = False) -> None:
         processors=processors(json, colors=sys.stderr.isatty()),
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=cache,
     )
+
+
+@contextmanager
+def default_setup() -> Iterator[None]:
+    """For ``app.run_worker()`` called from a user's script: rota's lines at the level
+    ``rota worker`` logs at (info: ADR 0026 puts succeeded runs at debug), unless the
+    process set structlog up itself. Undone afterwards, and no logger is cached on the
+    way, so nothing of it outlives the call."""
+    if structlog.is_configured():
+        yield
+        return
+    configure(cache=False)
+    try:
+        yield
+    finally:
+        structlog.reset_defaults()

@@ -19,6 +19,7 @@ from rota.api.app import create_api
 from rota.api.settings import ApiSettings
 from rota.app import App
 from rota.bootstrap import open_store
+from rota.endpoint import DEFAULT_URL
 from rota.redact import redact_url
 
 console = Console(stderr=True)
@@ -93,11 +94,14 @@ def _banner(rota_app: App, settings: ApiSettings, host: str, port: int) -> None:
         f"embedded: {', '.join(duties) or 'nothing'} · env {settings.env}"
     )
     if settings.dev_tokens:
+        # The CLI looks at DEFAULT_URL unless told: on any other address, say where.
+        where = "" if url == DEFAULT_URL else f" --url {url}"
         console.print(
-            "  get a token:  [cyan]export ROTA_TOKEN=$(.venv/bin/rota token create)[/]\n"
+            f"  get a token:  [cyan]export ROTA_TOKEN=$(.venv/bin/rota token create{where})[/]\n"
             f'  then:         [cyan]curl -H "Authorization: Bearer $ROTA_TOKEN" '
             f"{url}/api/v1/jobs[/]\n"
             f"  API document: {url}/openapi.json   (interactive: {url}/docs)\n"
-            f"  metrics:      {url}/metrics with that token (README, Operate it)"
+            f"  metrics:      {url}/metrics with that token (README, Operate it)",
+            soft_wrap=True,  # a command to copy must not be broken across lines
         )
     console.print(f"  dashboard:    [cyan]{url}/[/]   (sign in with a token or API key)")

@@ -146,7 +146,9 @@ class Worker:
             self.store.supports_handler_transactions
             and self.options.concurrency > self.settings.handler_pool_size
         ):
-            self._log.info(
+            # Debug: the defaults (100 runs, 8 handler transactions) meet this on every
+            # PostgreSQL start, and most handlers never open a transaction (ADR 0019).
+            self._log.debug(
                 "more runs at once than handler transactions: handlers past the limit "
                 "wait for a ctx.transaction() connection",
                 concurrency=self.options.concurrency,
@@ -389,9 +391,10 @@ class Worker:
             return await self._writer.record(fallback, [])
         return await self._writer.settle(outcome, fallback)
 
-    def _cancel(self, held: _Held) -> None:
+    def _cancel(self, held: _Held, at_once: bool = False) -> None:
         """Ask the handler to stop (ctx.cancelled); if it has not returned after the
-        grace period, cancel its task, which ends the attempt Cancelled."""
+        grace period (``at_once``: now), cancel its task, which ends the attempt
+        Cancelled."""
         held.ctx.cancelled.set()
         task = self._tasks.get(held.claimed.run_id)
 
@@ -399,7 +402,10 @@ class Worker:
             if task is not None and not task.done() and not held.recording:
                 task.cancel()
 
-        asyncio.get_running_loop().call_later(self.settings.cancel_grace_seconds, force)
+        if at_once:
+            force()
+        else:
+            asyncio.get_running_loop().call_later(self.settings.cancel_grace_seconds, force)
 
     def _free_slot(self) -> None:
         self._busy -= 1
@@ -430,7 +436,10 @@ class Worker:
                 self._cancel(h)
             elif run_id in result.cancel_requested and not h.ctx.is_cancelled():
                 self._log.info("cancel requested", run_id=run_id)
-                self._cancel(h)
+                # An async handler stops at its next await; a plain def cannot be
+                # interrupted in its thread, so it gets the grace to see is_cancelled().
+                spec = self.registry.get(h.claimed.handler)
+                self._cancel(h, at_once=spec is not None and spec.is_async)
 
     # -- the registry ---------------------------------------------------------
     async def _publish_handler_limits(self) -> None:

@@ -283,3 +283,47 @@ def test_workflows_create_list_show_start(server: str, tmp_path: Path) -> None:
     assert missing.stderr.strip() == (
         "rota: error: workflow 'nothing' does not exist in namespace 'default' (HTTP 404)"
     )
+
+
+def test_the_startup_hint_names_the_servers_url(server: str, tmp_path: Path) -> None:
+    # The fixture's server is on a free port, never the CLI's default.
+    hint = f"export ROTA_TOKEN=$(.venv/bin/rota token create --url {server})"
+    wait_until(lambda: hint in (tmp_path / "server.log").read_text(), what="the hint")
+
+
+def test_token_create_fails_loudly_when_no_token_comes_back(tmp_path: Path) -> None:
+    """`export ROTA_TOKEN=$(rota token create)` must not quietly export nothing: an
+    answer without a token, or no server at all, is a non-zero exit and one line."""
+    import http.server
+    import threading
+
+    class NoToken(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = b"{}"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), NoToken)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        answered = rota(url, None, "token", "create")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert answered.returncode != 0
+    assert answered.stdout == ""
+    assert answered.stderr.strip() == (
+        f"rota: error: {url} answered without a token (is it a rota server in development mode?)"
+    )
+    nobody = rota(f"http://127.0.0.1:{free_port()}", None, "token", "create")
+    assert nobody.returncode == 3
+    assert nobody.stdout == ""
+    assert len(nobody.stderr.strip().splitlines()) == 1

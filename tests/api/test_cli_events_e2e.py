@@ -67,5 +67,5 @@ def test_the_readme_examples_run_as_printed(server: str, marker: str) -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    expected = "order-8812" if marker == "# events:" else "169 slots, 169 runs created"
+    expected = "order-8813" if marker == "# events:" else "169 slots, 169 runs created"
     assert expected in result.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import rota
 from rota.domain.workflow_graph import render
+from tests.contract.support import claim_one, succeeded
 
 
 async def test_a_workflow_run_its_graph_and_cancel(rota_app: rota.App, client, admin):
@@ -33,6 +34,9 @@ async def test_a_workflow_run_its_graph_and_cancel(rota_app: rota.App, client, a
     assert cancelled.status_code == 200, cancelled.text
     assert cancelled.json()["state"] == "cancelled"
     assert {s["state"] for s in cancelled.json()["steps"]} == {"cancelled"}
+
+    again = await client.post(cancel, headers=admin)  # cancelled already: the same answer
+    assert again.status_code == 200, again.text
 
     listed = await client.get("/api/v1/workflow-runs?name=api-flow", headers=admin)
     assert [item["id"] for item in listed.json()["items"]] == [workflow_run_id]
@@ -87,3 +91,25 @@ def test_graph_renderings():
         "  extract: succeeded\n"
         "  load-region: waiting [1 running, 2 succeeded]  (after extract)"
     )
+
+
+async def test_a_finished_workflow_run_refuses_a_cancel_with_409(rota_app: rota.App, client, admin):
+    flow = rota.Workflow("done-flow")
+    flow.step("only", handler="anything")
+    rota_app.workflow(flow)
+    workflow_run_id = await rota_app.start_workflow_async("done-flow")
+    store = await rota_app.store()
+    [step] = (await store.workflow_run(workflow_run_id)).steps
+    await store.request_cancel(step.run_id, None)  # its only step ends: the run is over
+    cancel = f"/api/v1/workflow-runs/{workflow_run_id}/cancel"
+    ended = await client.post(cancel, headers=admin)
+    assert ended.status_code == 200  # ended by a cancel: asking again is fine
+
+    finished_id = await rota_app.start_workflow_async("done-flow")
+    await store.complete([succeeded(await claim_one(store, None))], None)
+    refused = await client.post(f"/api/v1/workflow-runs/{finished_id}/cancel", headers=admin)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["detail"] == f"cannot cancel workflow run {finished_id}: it is finished"
+    assert (await client.get(f"/api/v1/workflow-runs/{finished_id}", headers=admin)).json()[
+        "state"
+    ] == "succeeded"

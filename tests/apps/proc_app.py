@@ -111,3 +111,28 @@ async def rated(ctx: rota.RunContext, payload: Any) -> None:
     """Short work under a rate of 20 starts a second (per rate_key)."""
     mark(ctx, "started")
     await asyncio.sleep(0.01)
+
+
+@app.handler("cancellable-async", max_attempts=1)
+async def cancellable_async(ctx: rota.RunContext, payload: dict[str, Any]) -> str:
+    """Sleeps ``seconds``; marks a cancellation of its task (which it lets through)."""
+    mark(ctx, "started")
+    try:
+        await asyncio.sleep(payload["seconds"])
+    except asyncio.CancelledError:
+        mark(ctx, "task-cancelled")
+        raise
+    return "slept"
+
+
+@app.handler("cancellable-sync", max_attempts=1)
+def cancellable_sync(ctx: rota.RunContext, payload: dict[str, Any]) -> str:
+    """A plain def: polls ``ctx.is_cancelled()`` for at most ``seconds``."""
+    mark(ctx, "started")
+    give_up = time.monotonic() + payload["seconds"]
+    while time.monotonic() < give_up:
+        if ctx.is_cancelled():
+            mark(ctx, "saw-cancel")
+            return "stopped"
+        time.sleep(0.01)
+    return "slept"

@@ -72,3 +72,64 @@ def test_the_package_compiles_strictly_and_its_tests_pass(installed: None) -> No
     result = _npm("test", timeout=240)
     assert "# fail 0" in result.stdout, result.stdout[-4000:]
     assert "# pass 0" not in result.stdout
+
+
+ESM_CONSUMER = """
+import { RotaClient } from "@rota/client";
+
+const rota = new RotaClient({ baseUrl: process.env.ROTA_URL!, token: process.env.ROTA_TOKEN });
+const runId = await rota.enqueue(
+  { handler: "export-csv", payload: { rows: 1 } }, { idempotencyKey: "esm-1" });
+const run = await rota.waitFor(runId, { timeoutMs: 30_000 });
+console.log("esm", run.state);
+"""
+CJS_CONSUMER = """
+import { RotaClient } from "@rota/client";
+
+async function main(): Promise<void> {
+  const rota = new RotaClient({ baseUrl: process.env.ROTA_URL!, token: process.env.ROTA_TOKEN });
+  const runId = await rota.enqueue(
+    { handler: "export-csv", payload: { rows: 2 } }, { idempotencyKey: "cjs-1" });
+  const run = await rota.waitFor(runId, { timeoutMs: 30_000 });
+  console.log("cjs", run.state, typeof require);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
+"""
+
+
+@pytest.mark.timeout(280)
+def test_the_packed_client_installs_and_runs_from_esm_and_commonjs(
+    installed: None, tmp_path: Path, live_server: str, admin_token: str
+) -> None:
+    """What the README says to do: `npm pack` in clients/typescript, then `npm install`
+    the tarball in a project of your own. Installing a local tarball with no runtime
+    dependency needs no registry; the consumers compile with the package's own tsc."""
+    packed = _npm("pack", "--pack-destination", str(tmp_path)).stdout.strip().splitlines()[-1]
+    project = tmp_path / "consumer"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "consumer", "private": true}\n')
+    (project / "esm.mts").write_text(ESM_CONSUMER)
+    (project / "cjs.cts").write_text(CJS_CONSUMER)
+    (project / "tsconfig.json").write_text(
+        '{"compilerOptions": {"module": "NodeNext", "moduleResolution": "NodeNext",'
+        ' "target": "ES2022", "strict": true, "types": ["node"],'
+        f' "typeRoots": ["{PACKAGE / "node_modules" / "@types"}"]}},'
+        ' "files": ["esm.mts", "cjs.cts"]}\n'
+    )
+
+    def run(*command: str) -> str:
+        env = {**os.environ, "ROTA_URL": live_server, "ROTA_TOKEN": admin_token}
+        result = subprocess.run(
+            command, cwd=project, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, f"{command}:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
+
+    run("npm", "install", "--no-audit", "--no-fund", "--offline", str(tmp_path / packed))
+    run(str(PACKAGE / "node_modules" / ".bin" / "tsc"), "-p", ".")
+    assert run("node", "esm.mjs").strip() == "esm succeeded"
+    assert run("node", "cjs.cjs").strip() == "cjs succeeded function"

@@ -22,7 +22,7 @@ from rota.domain.settle import (
 from rota.domain.states import RunState
 from rota.store.port import Store
 
-from .support import T0, at, claim_one, enqueue_one, retrying
+from .support import T0, at, claim_one, enqueue_one, retrying, succeeded
 
 
 async def _raw(store: Store, run_id: int) -> dict[str, object]:
@@ -41,6 +41,24 @@ async def test_a_completion_writes_the_domains_state(store: Store, cancel_reques
     run = await store.get_run(run_id)
     assert run is not None
     assert run.state is completed_state(RunState.RETRYING, cancel_requested)
+
+
+@pytest.mark.parametrize("cancel_requested", [False, True])
+async def test_a_success_after_a_cancel_request_ends_cancelled(
+    store: Store, cancel_requested: bool
+) -> None:
+    """The handler returned before its worker learned of the cancel: the cancel the API
+    acknowledged still holds, and no result is kept."""
+    run_id = await enqueue_one(store, T0)
+    claimed = await claim_one(store, T0)
+    if cancel_requested:
+        await store.request_cancel(run_id, at(1))
+    assert await store.complete([succeeded(claimed)], at(2)) == {run_id}
+    run = await store.get_run(run_id)
+    assert run is not None
+    assert run.state is completed_state(RunState.SUCCEEDED, cancel_requested)
+    assert (run.result is None) is cancel_requested
+    assert (run.error == "cancelled by request") is cancel_requested
 
 
 @pytest.mark.parametrize("cancel_requested", [False, True])

@@ -14,7 +14,7 @@ from rota.domain.runs import ClaimedRun
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.webhooks import Delivery, EventType, SubscriptionSpec, new_secret
 from rota.domain.workflows import StepKind, StepSpec, WorkflowDefinition
-from rota.errors import WorkflowRunNotFound
+from rota.errors import InvalidTransition, WorkflowRunNotFound
 from rota.store.port import Store
 from rota.store.sql_store import SqlStore
 from rota.store.webhook_port import WebhookStore
@@ -105,6 +105,24 @@ async def test_cancel_announces_once_even_when_map_items_end_later(store: Store)
     await store.complete([finished(items[1], RunState.CANCELLED, AttemptOutcome.CANCELLED)], at(6))
     await store.cancel_workflow_run(workflow_run_id, at(7))  # again: nothing to end
     assert len(await events(store, subscribed)) == 1
+
+
+@pytest.mark.parametrize("ending", [RunState.SUCCEEDED, RunState.FAILED])
+async def test_a_finished_workflow_run_refuses_a_cancel_and_keeps_its_history(
+    store: Store, ending: RunState
+) -> None:
+    """As a finished single run does: a cancel would make a finished run read cancelled
+    while its steps read what they did."""
+    workflow_run_id = await start(store, "wf", TOP)
+    top = await step(store, "wf", at(1))
+    outcome = AttemptOutcome.SUCCEEDED if ending is RunState.SUCCEEDED else AttemptOutcome.FAILED
+    await store.complete([finished(top, ending, outcome)], at(2))
+    with pytest.raises(InvalidTransition, match=f"cancel workflow run {workflow_run_id}"):
+        await store.cancel_workflow_run(workflow_run_id, at(3))
+    view = await store.workflow_run(workflow_run_id)
+    assert view.state == ending.value
+    with pytest.raises(WorkflowRunNotFound):
+        await store.cancel_workflow_run(workflow_run_id + 1000, at(3))
 
 
 async def test_a_replay_that_reopens_a_finished_run_announces_its_new_end(store: Store) -> None:

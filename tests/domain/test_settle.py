@@ -67,8 +67,9 @@ def test_error_texts_name_the_worker_and_the_losses() -> None:
 
 
 @pytest.mark.parametrize("state", list(RunState))
-def test_only_a_retry_gives_way_to_a_cancel_request(state: RunState) -> None:
-    expected = RunState.CANCELLED if state is RunState.RETRYING else state
+def test_a_retry_and_a_success_give_way_to_a_cancel_request(state: RunState) -> None:
+    gives_way = state in (RunState.RETRYING, RunState.SUCCEEDED)
+    expected = RunState.CANCELLED if gives_way else state
     assert completed_state(state, cancel_requested=True) is expected
     assert completed_state(state, cancel_requested=False) is state
 

@@ -757,6 +757,7 @@ export interface paths {
         /**
          * Cancel Workflow Run
          * @description Cancel every unfinished step: waiting ones at once, running ones are asked to stop.
+         *     A workflow run that has finished (succeeded or failed) is refused with 409.
          */
         post: operations["cancel_workflow_run"];
         delete?: never;
@@ -6329,6 +6330,15 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -64,10 +64,15 @@ def deadline_error(deadline: datetime) -> str:
     return f"deadline_exceeded: not started by {deadline.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
+GIVES_WAY_TO_CANCEL = frozenset({RunState.RETRYING, RunState.SUCCEEDED})
+
+
 def completed_state(requested: RunState, cancel_requested: bool) -> RunState:
     """The state a completion writes: a cancel request outranks a retry (the run is not
-    tried again); every other outcome stands. Stated in SQL too (``complete``)."""
-    if requested is RunState.RETRYING and cancel_requested:
+    tried again) and a success (a handler that returned before its worker learned of the
+    cancel: a cancel acknowledged by the API always holds); a failure stands. Stated in
+    SQL too (``complete``)."""
+    if requested in GIVES_WAY_TO_CANCEL and cancel_requested:
         return RunState.CANCELLED
     return requested
 

@@ -120,7 +120,7 @@ async def workflow_run_graph(
     return WorkflowGraph.model_validate(view.graph())
 
 
-@router.post("/{workflow_run_id}/cancel", responses=responses(*AUTHENTICATED, 404))
+@router.post("/{workflow_run_id}/cancel", responses=responses(*AUTHENTICATED, 404, 409))
 async def cancel_workflow_run(
     request: Request,
     workflow_run_id: WorkflowRunId,
@@ -128,7 +128,8 @@ async def cancel_workflow_run(
     context: Context,
     store: StoreDep,
 ) -> WorkflowRunOut:
-    """Cancel every unfinished step: waiting ones at once, running ones are asked to stop."""
+    """Cancel every unfinished step: waiting ones at once, running ones are asked to stop.
+    A workflow run that has finished (succeeded or failed) is refused with 409."""
     view = await flows.show(store, workflow_run_id, principal.namespaces)
     audit_target(request, f"workflow run {workflow_run_id}", view.namespace)
     reach = principal.namespaces

@@ -33,7 +33,7 @@ from rota.domain.workflows import (
     map_settled,
     workflow_state,
 )
-from rota.errors import WorkflowRunNotFound
+from rota.errors import InvalidTransition, WorkflowRunNotFound
 from rota.store.core.base import run_item
 from rota.store.core.reads import CoreReads
 from rota.store.dialect import Row, Session
@@ -273,8 +273,15 @@ class CoreWorkflows(CoreReads):
         locked first, which a cancel cannot know)."""
 
         async def cancel(session: Session) -> None:
-            if not await session.rows("lock_workflow_run", {"id": workflow_run_id}):
+            locked = await session.rows("lock_workflow_run", {"id": workflow_run_id})
+            if not locked:
                 raise WorkflowRunNotFound(workflow_run_id)
+            [left] = await session.rows("unfinished_steps", {"id": workflow_run_id})
+            ended_alone = not left["unfinished"] and not left["cancelled"]
+            if ended_alone and locked[0]["cancelled_at"] is None:
+                # Succeeded or failed: a cancel now would rewrite a finished history (a
+                # finished single run refuses one too). A cancelled one may be asked again.
+                raise InvalidTransition(workflow_run_id, "finished", "cancel", "workflow run")
             params = {"id": workflow_run_id, "error": CANCELLED_WITH_WORKFLOW}
             if await session.rows("cancel_workflow_run", params):
                 # It was running; with no step held by a worker it is final now.

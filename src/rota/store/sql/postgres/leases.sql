@@ -33,11 +33,13 @@ input AS (
 ),
 done AS (
     UPDATE rota_runs r
-    -- domain/settle.py completed_state: a cancel request outranks a retry.
-    SET state = CASE WHEN c.state = 'retrying' AND r.cancel_requested THEN 'cancelled'
-                     ELSE c.state END,
-        result = c.result::jsonb,
-        error = c.error,
+    -- domain/settle.py completed_state: a cancel request outranks a retry and a success
+    -- (the handler returned before its worker learned of the cancel).
+    SET state = CASE WHEN c.state IN ('retrying', 'succeeded') AND r.cancel_requested
+                     THEN 'cancelled' ELSE c.state END,
+        result = CASE WHEN r.cancel_requested THEN NULL ELSE c.result::jsonb END,
+        error = CASE WHEN c.state = 'succeeded' AND r.cancel_requested
+                     THEN 'cancelled by request' ELSE c.error END,
         lease_expires_at = NULL,
         lost_count = 0,
         -- The database failed the attempt, not the handler: the attempt is given back

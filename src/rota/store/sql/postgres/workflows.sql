@@ -108,6 +108,14 @@ WHERE workflow_run_id = %(workflow_run_id)s AND step_name = %(step_name)s
   AND map_index IS NULL AND state = 'waiting'
 RETURNING id, open_items;
 
+-- name: unfinished_steps
+-- Under the workflow run's lock: none unfinished and none cancelled means it ended on
+-- its own (succeeded or failed), and a cancel is refused.
+SELECT coalesce(sum(CASE WHEN state IN ('waiting', 'pending', 'retrying', 'claimed', 'running')
+                         THEN 1 ELSE 0 END), 0) AS unfinished,
+       coalesce(sum(CASE WHEN state = 'cancelled' THEN 1 ELSE 0 END), 0) AS cancelled
+FROM rota_runs WHERE workflow_run_id = %(id)s;
+
 -- name: cancel_workflow_run
 WITH marked AS (
     UPDATE rota_workflow_runs

@@ -65,13 +65,16 @@ JOIN rota_webhook_subscriptions s
  AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
 WHERE r.id = e.id AND r.fence = e.fence AND +r.state IN ('claimed', 'running')
   AND e.event_type IS NOT NULL
+  AND NOT (e.state = 'succeeded' AND r.cancel_requested)  -- it ends cancelled, below
   AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
 UPDATE rota_runs_live
--- domain/settle.py completed_state: a cancel request outranks a retry.
-SET state = CASE WHEN o.state = 'retrying' AND cancel_requested THEN 'cancelled'
-                 ELSE o.state END,
-    result = o.result,
-    error = o.error,
+-- domain/settle.py completed_state: a cancel request outranks a retry and a success
+-- (the handler returned before its worker learned of the cancel).
+SET state = CASE WHEN o.state IN ('retrying', 'succeeded') AND cancel_requested
+                 THEN 'cancelled' ELSE o.state END,
+    result = CASE WHEN cancel_requested THEN NULL ELSE o.result END,
+    error = CASE WHEN o.state = 'succeeded' AND cancel_requested
+                 THEN 'cancelled by request' ELSE o.error END,
     lease_expires_at = NULL,
     lost_count = 0,
     -- The database failed the attempt, not the handler: the attempt is given back.

@@ -82,6 +82,14 @@ WHERE workflow_run_id = :workflow_run_id AND step_name = :step_name
   AND map_index IS NULL AND state = 'waiting'
 RETURNING id, open_items;
 
+-- name: unfinished_steps
+-- Under the workflow run's lock: none unfinished and none cancelled means it ended on
+-- its own (succeeded or failed), and a cancel is refused.
+SELECT coalesce(sum(CASE WHEN state IN ('waiting', 'pending', 'retrying', 'claimed', 'running')
+                         THEN 1 ELSE 0 END), 0) AS unfinished,
+       coalesce(sum(CASE WHEN state = 'cancelled' THEN 1 ELSE 0 END), 0) AS cancelled
+FROM rota_runs WHERE workflow_run_id = :id;
+
 -- name: cancel_workflow_run
 UPDATE rota_workflow_runs SET cancelled_at = COALESCE(cancelled_at, :now)
 WHERE id = :id;
