@@ -126,6 +126,12 @@ class StoreUnavailable(StoreError):
     transient failure: the same operation may succeed once the database is back."""
 
 
+class StoreConflict(StoreUnavailable):
+    """A statement met a concurrent write it cannot follow (a serialization failure:
+    on PostgreSQL, a row moved between the two homes meanwhile). It did nothing; the
+    store runs it again a few times before passing this on."""
+
+
 class HandlerTransactionsExhausted(StoreUnavailable):
     """Every connection for handler transactions (``ctx.transaction()``) was in use for
     longer than the wait allows. Transient, like an unreachable store: the run is tried

@@ -5,6 +5,7 @@ statement that finishes a run moves it; reads name rota_runs and see both."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 
 from rota.domain.runs import RunFilter
 from rota.domain.states import TERMINAL_STATES, RunState
+from rota.errors import InvalidTransition
 from rota.store.port import ClaimRequest, Store
 from rota.store.postgres import PostgresStore
 from rota.store.queries import latest_version, load_migrations, load_queries
@@ -23,7 +25,7 @@ from rota.store.sqlite import SqliteStore
 from rota.store.sqlite.codec import statements
 from rota.store.sqlite.dialect import path_from_url
 
-from .support import T0, claim, new_run, state_of, succeeded
+from .support import T0, bounded, claim, new_run, state_of, succeeded
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -279,3 +281,46 @@ async def test_retention_drops_a_whole_day_of_history_with_its_attempts_and_keys
     # The key went with its run: it names a new one now.
     [again] = await store.enqueue([new_run(idempotency_key="once")], T0)
     assert again.created
+
+
+async def _waiting_on_a_lock(conn: psycopg.AsyncConnection[object], query_start: str) -> None:
+    """Until some session's statement starting with ``query_start`` waits on a row lock."""
+    async with asyncio.timeout(20):
+        while True:
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND query LIKE %(start)s",
+                {"start": query_start + "%"},
+            )
+            [(waiting,)] = await cur.fetchall()
+            if waiting:
+                return
+            await asyncio.sleep(0.01)
+
+
+@pytest.mark.postgres
+async def test_a_write_that_meets_a_run_moved_meanwhile_runs_again(pg_clean: str) -> None:
+    """A cancel that waits on a run while a completion moves it to history: PostgreSQL
+    refuses to follow a row into another partition (a serialization failure) where it
+    would follow an update within one. The store runs the cancel again, which sees the
+    run finished: the caller gets the answer for a finished run, not an outage."""
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        [enqueued] = await store.enqueue([new_run()], T0)
+        [held] = await claim(store, T0, limit=1)
+        async with await psycopg.AsyncConnection.connect(pg_clean, autocommit=True) as mover:
+            async with mover.transaction():
+                await mover.execute(
+                    "UPDATE rota_runs SET state = 'succeeded', finished_at = %(t)s"
+                    " WHERE id = %(id)s",
+                    {"t": T0, "id": held.run_id},
+                )
+                cancel = asyncio.ensure_future(store.request_cancel(enqueued.run_id, T0))
+                async with await psycopg.AsyncConnection.connect(pg_clean) as watcher:
+                    await _waiting_on_a_lock(watcher, "UPDATE rota_runs SET cancel_requested")
+            with pytest.raises(InvalidTransition):
+                await bounded(cancel)
+        assert await state_of(store, enqueued.run_id) is RunState.SUCCEEDED
+    finally:
+        await store.close()

@@ -265,7 +265,8 @@ def breakers_seen(breakers: Sequence[BreakerRow]) -> None:
 # -- the database and HTTP ------------------------------------------------------------------
 @_guarded("database")
 def db_error(kind: str) -> None:
-    """``kind``: unavailable (could not reach it) or refused (it said no)."""
+    """``kind``: unavailable (could not reach it), refused (it said no) or conflict
+    (a serialization failure, run again)."""
     OBSERVER.instruments.db_errors.labels(kind).inc()
 
 

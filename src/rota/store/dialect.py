@@ -106,7 +106,10 @@ class Dialect(Protocol):
         """Run ``body`` in one write transaction; every query in it sees the same
         ``now``. On SQLite the whole body runs in one call on the store's thread (it
         may await only its session), so the writer lock is never held across the
-        event loop: a process paused there would stall every other one."""
+        event loop: a process paused there would stall every other one. On PostgreSQL
+        the body runs again after a serialization failure (a row it writes was moved
+        between the two homes by a statement that committed meanwhile, ADR 0027), so
+        a body keeps what it learns in its return value, never in a list outside it."""
 
     async def in_serialised(self, now: Instant, body: Body[T]) -> T:
         """:meth:`in_transaction`, and no other serialised one (in any process)

@@ -142,12 +142,14 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
         if any(o.workflow_step for o in outcomes):
             # A step's children are released (or skipped) in the transaction that
             # records its outcome, so they cannot drift from it.
-            written = await self._d.in_transaction(
-                now,
-                lambda session: complete_in(
+
+            async def complete_steps(session: Session) -> set[int]:
+                moved.clear()  # the body may run again (in_transaction)
+                return await complete_in(
                     session, outcomes, rules, moved, map_max_items=self.map_max_items
-                ),
-            )
+                )
+
+            written = await self._d.in_transaction(now, complete_steps)
         else:
             written = await self._complete_plain(outcomes, rules, moved, now)
         if moved:  # this process's next claim sees the new state at once
@@ -169,9 +171,12 @@ class CoreRuns(CoreWorkflows, CoreBreakers):
         statement and written here with its breaker's move in one transaction."""
         written = await _write_outcomes(OneShot(self._d, now), outcomes, bool(rules))
         if rules and (left := _left(outcomes, written)):
-            written += await self._d.in_transaction(
-                now, lambda session: _judged_in(session, left, rules, moved)
-            )
+
+            async def judge(session: Session) -> list[Row]:
+                moved.clear()  # the body may run again (in_transaction)
+                return await _judged_in(session, left, rules, moved)
+
+            written += await self._d.in_transaction(now, judge)
         return {row["id"] for row in written}
 
     async def recorded_outcomes(self, outcomes: Sequence[Outcome]) -> set[int]:

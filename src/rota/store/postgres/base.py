@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
 
-from rota.errors import StoreError, StoreUnavailable
+from rota.errors import StoreConflict, StoreError, StoreUnavailable
 from rota.observe import hooks
 from rota.redact import redact_url
+
+T = TypeVar("T")
 
 NOTIFY_CHANNEL = "rota_wakeup"
 MIGRATION_LOCK = 0x726F7461  # "rota": an advisory lock so concurrent starters migrate once
@@ -80,11 +83,34 @@ class HandlerPoolOptions:
 DEFAULT_HANDLER_POOL = HandlerPoolOptions()
 
 
+# A statement or transaction that meets a serialization failure did nothing and may
+# simply run again. Under READ COMMITTED the one expected here is a row moved to the
+# other home (ADR 0027) by a statement that committed while this one waited for it:
+# PostgreSQL refuses to follow a row across partitions where it would follow an update
+# within one. Run again, the statement sees where the row is now. Each conflict counts
+# in rota_db_errors_total{kind="conflict"}.
+RERUNS_AFTER_CONFLICT = 3
+
+
+async def rerun_on_conflict(attempt: Callable[[], Awaitable[T]]) -> T:
+    """``attempt()`` (whose errors are already translated), run again after a conflict."""
+    for reruns_left in range(RERUNS_AFTER_CONFLICT, -1, -1):
+        try:
+            return await attempt()
+        except StoreConflict:
+            if reruns_left == 0:
+                raise
+    raise AssertionError("unreachable")
+
+
 @contextlib.contextmanager
 def _translated() -> Any:
     """Driver errors become rota errors; nothing above the store sees psycopg."""
     try:
         yield
+    except psycopg.errors.SerializationFailure as exc:
+        hooks.db_error("conflict")
+        raise StoreConflict(f"PostgreSQL could not follow a concurrent write: {exc}") from exc
     except (
         psycopg.OperationalError,
         psycopg_pool.PoolTimeout,

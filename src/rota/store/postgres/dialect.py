@@ -43,6 +43,7 @@ from rota.store.postgres.base import (
     _first_line,
     _redact,
     _translated,
+    rerun_on_conflict,
 )
 from rota.store.postgres.pool import CheckedPool
 from rota.store.postgres.session import DIALECT, PgSession, Q
@@ -193,9 +194,13 @@ class PgDialect:
 
     async def in_transaction(self, now: datetime | None, body: Body[T]) -> T:
         async with self.connection() as conn:
-            with _translated():
-                async with conn.transaction():
-                    return await body(PgSession(conn, now))
+
+            async def attempt() -> T:
+                with _translated():
+                    async with conn.transaction():
+                        return await body(PgSession(conn, now))
+
+            return await rerun_on_conflict(attempt)
 
     async def in_serialised(self, now: datetime | None, body: Body[T]) -> T:
         # BEGIN goes in the lock's own round trip (claim_lock starts with it): every

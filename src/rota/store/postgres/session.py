@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from rota.domain.runs import NewRun
 from rota.errors import StoreError
 from rota.store.dialect import NO_PARAMS, Params, Row
-from rota.store.postgres.base import _translated
+from rota.store.postgres.base import _translated, rerun_on_conflict
 from rota.store.queries import load_queries
 
 DIALECT = "postgres"
@@ -142,6 +142,13 @@ class PgSession:
         self.now = now
 
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
+            # A statement of its own (autocommit) may run again after a conflict; in a
+            # transaction, the transaction's owner decides (in_transaction).
+            return await rerun_on_conflict(lambda: self._rows(query, params))
+        return await self._rows(query, params)
+
+    async def _rows(self, query: str, params: Params) -> list[Row]:
         with _translated():
             async with self.conn.cursor(row_factory=dict_row) as cur:
                 if _takes_parameters(query):
