@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
+from rota.domain.overlap import overlap_key
 from rota.domain.parameters import apply as apply_parameters
 from rota.domain.parameters import check_schema
 from rota.domain.runs import (
@@ -275,8 +276,11 @@ class JobAdvance:
 
 def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
     """The run for one slot. Its idempotency key is derived from (job, slot), so a slot
-    can become one run however many planners insert it."""
+    can become one run however many planners insert it. A job whose overlap policy is
+    not ``allow`` gives it the job's overlap key, limit one: the claim decides the
+    overlap when the run falls due (rota.domain.overlap)."""
     spec = job.spec
+    key = overlap_key(spec.overlap, job.id)
     return NewRun(
         handler=spec.handler,
         payload_json=spec.payload_json,
@@ -289,6 +293,8 @@ def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
         namespace=spec.namespace,
         job_id=job.id,
         slot_at=slot,
+        concurrency_key=key,
+        concurrency_limit=None if key is None else 1,
     )
 
 

@@ -207,3 +207,12 @@ events AS (
      AND (s.handler IS NULL OR s.handler = f.handler) AND (s.queue IS NULL OR s.queue = f.queue)
 )
 SELECT id FROM failed;
+
+-- name: overlap_skip
+-- Slot runs whose job's overlap policy leaves them out (ADR 0029): Skipped at once, the
+-- reason in error, no attempt made; the partition key moves them to history. Only
+-- Pending runs: a retry of an earlier run waits for the key instead.
+UPDATE rota_runs
+SET state = 'skipped', error = %(error)s, finished_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = ANY(%(ids)b::bigint[]) AND state = 'pending'
+RETURNING id;

@@ -184,3 +184,12 @@ UPDATE rota_runs_live
 SET state = 'failed', error = :error, finished_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'retrying')
 RETURNING id;
+
+-- name: overlap_skip
+-- Slot runs whose job's overlap policy leaves them out (ADR 0029): Skipped at once, the
+-- reason in error, no attempt made; the trigger moves them to history. Only Pending
+-- runs: a retry of an earlier run waits for the key instead.
+UPDATE rota_runs_live
+SET state = 'skipped', error = :error, finished_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'pending'
+RETURNING id;
