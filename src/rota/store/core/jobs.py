@@ -113,7 +113,10 @@ class CoreJobs(CoreBase):
             await self._insert_runs(session, runs)
             return advanced
 
-        return await self._d.in_transaction(now, advance)
+        advanced = await self._d.in_transaction(now, advance)
+        if advanced:
+            self._d.runs_committed()  # planned ahead: an idle worker wakes for the first
+        return advanced
 
     # -- leadership -------------------------------------------------------------
     async def acquire_leadership(

@@ -103,8 +103,8 @@ class CoreRegistry(CoreClaim):
         return [UnclaimableRun(row["id"], row["queue"], tuple(row["tags"])) for row in rows]
 
     async def next_due_in(self, queues: Sequence[str], now: datetime | None) -> float | None:
-        if not self._d.supports_notify:
-            return None  # idle workers poll often: nothing to wake for
+        # Both stores answer: an idle worker sleeps to the earliest due run (a poll or a
+        # notification may wake it sooner), so a planned run starts at its slot.
         rows = await self._d.rows("next_due_in", {"queues": list(queues)}, now)
         seconds = rows[0]["seconds"] if rows else None
         due = None if seconds is None else float(seconds)

@@ -58,8 +58,7 @@ RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_sec
           :now - run_at AS pickup_delay, trace_context, step_input;
 
 -- name: next_due_in
--- Asked only by a dialect with supports_notify (an idle SQLite worker polls often
--- anyway); kept alike here so both dialects answer the same names.
+-- Only runs not due yet: an idle worker sleeps to the earliest (at most a poll).
 SELECT min(run_at) - :now AS seconds FROM rota_runs_live
 WHERE state IN ('pending', 'retrying') AND queue IN (SELECT value FROM json_each(:queues))
   AND run_at > :now;
