@@ -17,7 +17,6 @@ from typing import Protocol
 
 from rota.domain.values import require_aware
 
-
 TICK_PHASE_SECONDS = 0.5  # ticks fall between whole seconds, where cron slots are
 
 

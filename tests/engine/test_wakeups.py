@@ -158,4 +158,5 @@ async def test_a_run_planned_while_the_worker_sleeps_starts_at_its_slot(
         runs = [r for r in await store.list_runs(RunFilter(limit=10)) if r.job_id == job.id]
         first = min(runs, key=lambda r: r.run_at)
         run = await wait_for_state(store, first.id, RunState.SUCCEEDED, timeout=20)
-        assert run.started_at is not None and run.started_at >= first.run_at
+        assert run.started_at is not None
+        assert run.started_at >= first.run_at
