@@ -284,6 +284,7 @@ class Worker:
         )
         if self._live is not None:
             self._live.watch(ctx.log)
+        hooks.run_starting(claimed, self.clock.now())  # slot to start, for schedules
         held = _Held(claimed, ctx, started=self.clock.monotonic())
         self._held[claimed.run_id] = held
         self._busy += 1

@@ -183,3 +183,34 @@ async def test_planned_slots_are_counted_with_their_lag(make_app, clock) -> None
     assert delta("rota_runs_enqueued_total", planned) == 1
     assert delta("rota_schedule_lag_seconds_count") == 1
     assert delta("rota_schedule_lag_seconds_sum") == 30
+
+
+async def test_a_scheduled_run_is_timed_from_its_slot_to_its_start(make_app, clock) -> None:
+    """rota_schedule_start_delay_seconds: the claim hands the worker the run's slot, and
+    the handler's start is measured from it (issue 25)."""
+    from datetime import timedelta
+
+    from rota import schedules
+    from rota.observe import hooks
+    from rota.planner import Planner
+    from rota.store.port import ClaimRequest
+
+    app = make_app(clock)
+
+    @app.handler("om-on-time", queue="om-time-q")
+    async def on_time(ctx: rota.RunContext, payload: int) -> int:
+        return payload
+
+    store = await app.store()
+    spec = schedules.job_spec(app.registry, "om-minutely", "om-on-time", 1, interval=60)
+    job = await schedules.save_job(store, clock, spec)
+    await Planner(store, timedelta(seconds=90)).tick(clock.now())
+    slot = job.next_fire_at
+    assert slot is not None
+    request = ClaimRequest("w", ("om-time-q",), 10, 60.0)
+    [claimed] = await store.claim(request, slot + timedelta(milliseconds=3))
+    assert claimed.slot_at == slot
+    delta = Delta()
+    hooks.run_starting(claimed, slot + timedelta(milliseconds=12))
+    assert delta("rota_schedule_start_delay_seconds_count") == 1
+    assert delta("rota_schedule_start_delay_seconds_sum") == pytest.approx(0.012)

@@ -274,6 +274,22 @@ class JobAdvance:
     runs: tuple[NewRun, ...]
 
 
+@dataclass(frozen=True)
+class RecentStart:
+    """A slot of a job and when its run started (the claim of its latest attempt);
+    ``started_at`` is None while it waits, or when it was skipped."""
+
+    slot_at: datetime
+    started_at: datetime | None
+
+    @property
+    def delay_seconds(self) -> float | None:
+        """Slot to start, in seconds: how late the run started."""
+        if self.started_at is None:
+            return None
+        return (self.started_at - self.slot_at).total_seconds()
+
+
 def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
     """The run for one slot. Its idempotency key is derived from (job, slot), so a slot
     can become one run however many planners insert it. A job whose overlap policy is

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.breakers import Breaker, BreakerRow, Transition
-from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob
+from rota.domain.jobs import Job, JobAdvance, JobSpec, RecentStart, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
 from rota.domain.runs import (
@@ -239,6 +239,12 @@ class Store(Protocol):
     ) -> None:
         """Record that planning the job failed (``error``), and skip it until ``retry_at``;
         the next successful planning, an update or a resume clears it."""
+
+    async def recent_starts(
+        self, job_ids: Sequence[int], per_job: int
+    ) -> dict[int, list[RecentStart]]:
+        """The newest ``per_job`` slot runs of each job (both homes), oldest slot first:
+        when each slot's run started (issue 25: how late schedules start)."""
 
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:
         """(active: claimed or running, waiting: pending or retrying) runs of the job."""

@@ -59,7 +59,7 @@ RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fenc
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
           r.correlation_id, r.job_id,
           EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context,
-          r.step_input;
+          r.step_input, r.slot_at;
 
 -- name: next_due_in
 -- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
@@ -181,7 +181,7 @@ RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fenc
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
           r.correlation_id, r.job_id,
           EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context,
-          r.step_input;
+          r.step_input, r.slot_at;
 
 -- name: breaker_fail_fast
 -- Runs whose breaker is open and whose handler fails fast (ADR 0016): Failed at once,

@@ -55,7 +55,7 @@ WHERE id IN (
     LIMIT :limit)
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
           lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
-          :now - run_at AS pickup_delay, trace_context, step_input;
+          :now - run_at AS pickup_delay, trace_context, step_input, slot_at;
 
 -- name: next_due_in
 -- Only runs not due yet: an idle worker sleeps to the earliest (at most a poll).
@@ -164,7 +164,7 @@ WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('pending', 'retrying')
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
           lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
-          :now - run_at AS pickup_delay, trace_context, step_input;
+          :now - run_at AS pickup_delay, trace_context, step_input, slot_at;
 
 -- name: breaker_fail_fast
 -- Runs whose breaker is open and whose handler fails fast (ADR 0016): Failed at once,
