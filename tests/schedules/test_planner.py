@@ -200,3 +200,27 @@ async def test_a_bad_schedule_is_refused_and_nothing_is_written(
     with pytest.raises(rota.InvalidArgument, match=message):
         await make_job(store, clock, registry, "bad", **options)
     assert await store.list_jobs() == []
+
+
+@pytest.mark.parametrize("change", ["pause", "edit", "delete"])
+async def test_a_run_planned_ahead_stays_when_its_job_changes_inside_the_horizon(
+    store: Store, clock, registry, change
+):
+    """Planned ahead (DESIGN.md, "The planner"): a run already planned for a slot stays
+    and is claimed at its slot, with the overlap key it was planned with, whatever
+    happens to its job meanwhile; the change applies to slots not planned yet."""
+    job = await make_job(store, clock, registry, "soon", cron="* * * * *", overlap="skip")
+    clock.set(T0 + timedelta(seconds=50))
+    await planner(store, horizon=15.0).tick(clock.now())  # minute 1, 10 s ahead
+    if change == "pause":
+        await schedules.set_paused(store, clock, "default", "soon", True)
+    elif change == "edit":
+        await schedules.update_job(store, clock, "default", "soon", overlap="allow")
+    else:
+        await schedules.delete_job(store, "default", "soon")
+    await planner(store, horizon=15.0).tick(clock.now())  # plans nothing new
+    assert await slot_runs(store, job.id) == [T0 + timedelta(minutes=1)]
+    request = ClaimRequest("w", ("default",), 10, 60)
+    assert await store.claim(request, T0 + timedelta(seconds=59)) == []  # not before
+    [claimed] = await store.claim(request, T0 + timedelta(minutes=1))
+    assert claimed.slot_at == T0 + timedelta(minutes=1)
