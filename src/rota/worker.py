@@ -187,6 +187,7 @@ class Worker:
 
     async def _claim_loop(self, stopping: asyncio.Task[Any]) -> None:
         backoff = 0.05
+        idle = False  # the last claim found nothing
         while not stopping.done():
             if not self._may_claim.is_set():  # draining: finish what we hold, take nothing
                 await self._first(stopping, self._may_claim.wait())
@@ -195,6 +196,10 @@ class Worker:
             if free <= 0:
                 await self._first(stopping, self._wait_slot())
                 continue
+            # While idle, when to look again is asked *before* the claim: a run that
+            # falls due between an empty claim and the question would be in neither
+            # answer, and would wait a whole poll (issue 25).
+            wake_at = await self._wake_at() if idle else None
             try:
                 claimed = await self.store.claim(
                     ClaimRequest(
@@ -218,24 +223,28 @@ class Worker:
             # A claim that found runs is followed by another at once: more may be due (a
             # burst, or keyed runs the claim left, see Store.claim). Only an empty claim
             # means nothing is due, and only then does the worker wait.
+            idle = not claimed
             if not claimed:
-                await self._first(stopping, self.store.wait_for_work(await self._idle_wait()))
+                wake_at = wake_at if wake_at is not None else await self._wake_at()
+                wait = max(wake_at - self.clock.monotonic(), 0.0)
+                await self._first(stopping, self.store.wait_for_work(wait))
             elif len(claimed) < min(free, MAX_CLAIM_BATCH):
                 # A short claim (an idle worker's pickup): let its handlers start before
                 # the next claim is prepared. A full one (a drain) sends the next claim
                 # first, so the database works on it while the handlers run.
                 await asyncio.sleep(0)
 
-    async def _idle_wait(self) -> float:
-        """How long to wait for work: the poll interval, or less when a waiting run falls
-        due sooner (runs planned ahead of their slot were notified when inserted, before
-        they could be claimed)."""
+    async def _wake_at(self) -> float:
+        """When (monotonic) to look for work again: a poll from now, or sooner when a
+        waiting run falls due sooner (runs planned ahead of their slot were notified
+        when inserted, before they could be claimed)."""
         poll = self.settings.poll_seconds
+        asked_at = self.clock.monotonic()
         try:
             due_in = await self.store.next_due_in(self.queues, self.clock.db_now())
         except StoreError:
-            return poll
-        return poll if due_in is None else min(poll, due_in)
+            return asked_at + poll
+        return asked_at + (poll if due_in is None else min(poll, due_in))
 
     def _room(self) -> int:
         """How many runs to claim now: the free slots, but never more runs held (running

@@ -160,3 +160,54 @@ async def test_a_run_planned_while_the_worker_sleeps_starts_at_its_slot(
         run = await wait_for_state(store, first.id, RunState.SUCCEEDED, timeout=20)
         assert run.started_at is not None
         assert run.started_at >= first.run_at
+
+
+async def test_a_run_falling_due_between_an_empty_claim_and_next_due_in_is_not_missed(
+    make_app: Callable[..., rota.App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race that made an idle SQLite worker start a slot's run one poll late: its
+    claim looks just before the slot (nothing due), the run falls due, and then
+    next_due_in (which counts only runs not due yet) finds nothing to wake for. While
+    idle, the worker asks before it claims, so one of the two answers has the run."""
+    clock = rota.FakeClock(T0)
+    app = make_app(
+        clock, poll_seconds=NEVER_POLL, sqlite_poll_seconds=NEVER_POLL, worker_dead_seconds=3600
+    )
+    app.handler("job")(_noop)
+    store = await app.store()
+    run_id = await enqueue_one(store, T0, handler="job", run_at=T0 + timedelta(seconds=10))
+    real_claim, real_wait = store.claim, store.wait_for_work
+    waits: list[float] = []
+    near = asyncio.Event()  # the clock stands just before the run's run_at
+    taken = asyncio.Event()
+    stuck = asyncio.Event()
+
+    async def claim(request: ClaimRequest, now: Any) -> list[ClaimedRun]:
+        claimed = await real_claim(request, now)
+        if claimed:
+            taken.set()
+        if not claimed and near.is_set() and clock.now() < T0 + timedelta(seconds=10):
+            clock.advance(0.002)  # the run falls due right after this claim looked
+        return claimed
+
+    async def wait_for_work(timeout: float) -> None:
+        waits.append(timeout)
+        if timeout > 100 and not taken.is_set():  # only the hour-long poll would take it
+            stuck.set()
+            await real_wait(timeout)
+        elif not near.is_set():
+            clock.set(T0 + timedelta(seconds=9.999))  # woken by a poll, a moment early
+            near.set()
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(store, "claim", claim)
+    monkeypatch.setattr(store, "wait_for_work", wait_for_work)
+    async with working(app, concurrency=2):
+        done = asyncio.ensure_future(wait_for_state(store, run_id, RunState.SUCCEEDED, timeout=20))
+        await asyncio.wait(
+            {done, asyncio.ensure_future(stuck.wait())},
+            timeout=30,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        assert not stuck.is_set(), f"waited a whole poll: {waits}"
+        await done
