@@ -187,7 +187,6 @@ class Worker:
 
     async def _claim_loop(self, stopping: asyncio.Task[Any]) -> None:
         backoff = 0.05
-        idle = False  # the last claim found nothing
         while not stopping.done():
             if not self._may_claim.is_set():  # draining: finish what we hold, take nothing
                 await self._first(stopping, self._may_claim.wait())
@@ -196,10 +195,7 @@ class Worker:
             if free <= 0:
                 await self._first(stopping, self._wait_slot())
                 continue
-            # While idle, when to look again is asked *before* the claim: a run that
-            # falls due between an empty claim and the question would be in neither
-            # answer, and would wait a whole poll (issue 25).
-            wake_at = await self._wake_at() if idle else None
+            claim_started = self.clock.monotonic()
             try:
                 claimed = await self.store.claim(
                     ClaimRequest(
@@ -223,10 +219,9 @@ class Worker:
             # A claim that found runs is followed by another at once: more may be due (a
             # burst, or keyed runs the claim left, see Store.claim). Only an empty claim
             # means nothing is due, and only then does the worker wait.
-            idle = not claimed
             if not claimed:
-                wake_at = wake_at if wake_at is not None else await self._wake_at()
-                wait = max(wake_at - self.clock.monotonic(), 0.0)
+                looked_ago = self.clock.monotonic() - claim_started
+                wait = await self._idle_wait(looked_ago)
                 await self._first(stopping, self.store.wait_for_work(wait))
             elif len(claimed) < min(free, MAX_CLAIM_BATCH):
                 # A short claim (an idle worker's pickup): let its handlers start before
@@ -234,17 +229,20 @@ class Worker:
                 # first, so the database works on it while the handlers run.
                 await asyncio.sleep(0)
 
-    async def _wake_at(self) -> float:
-        """When (monotonic) to look for work again: a poll from now, or sooner when a
-        waiting run falls due sooner (runs planned ahead of their slot were notified
-        when inserted, before they could be claimed)."""
+    async def _idle_wait(self, looked_ago: float) -> float:
+        """How long to wait for work: the poll interval, or less when a waiting run falls
+        due sooner (runs planned ahead of their slot were notified when inserted, before
+        they could be claimed). A run that fell due since the empty claim looked
+        (``looked_ago`` seconds) counts as due now: it was in neither answer, and would
+        otherwise wait a whole poll (issue 25)."""
         poll = self.settings.poll_seconds
-        asked_at = self.clock.monotonic()
         try:
-            due_in = await self.store.next_due_in(self.queues, self.clock.db_now())
+            due_in = await self.store.next_due_in(
+                self.queues, self.clock.db_now(), looked_ago=looked_ago
+            )
         except StoreError:
-            return asked_at + poll
-        return asked_at + (poll if due_in is None else min(poll, due_in))
+            return poll
+        return poll if due_in is None else min(poll, due_in)
 
     def _room(self) -> int:
         """How many runs to claim now: the free slots, but never more runs held (running

@@ -167,8 +167,9 @@ async def test_a_run_falling_due_between_an_empty_claim_and_next_due_in_is_not_m
 ) -> None:
     """The race that made an idle SQLite worker start a slot's run one poll late: its
     claim looks just before the slot (nothing due), the run falls due, and then
-    next_due_in (which counts only runs not due yet) finds nothing to wake for. While
-    idle, the worker asks before it claims, so one of the two answers has the run."""
+    next_due_in (which counted only runs not due yet) found nothing to wake for. The
+    worker now tells next_due_in how long ago its claim looked: a run that fell due
+    since is due now."""
     clock = rota.FakeClock(T0)
     app = make_app(
         clock, poll_seconds=NEVER_POLL, sqlite_poll_seconds=NEVER_POLL, worker_dead_seconds=3600

@@ -325,10 +325,12 @@ class Store(Protocol):
         """Reclaim dead row versions in the hot tables (a leader duty; every claim and
         completion leaves one behind, and a queue decays without it)."""
 
-    async def next_due_in(self, queues: Sequence[str], now: datetime | None) -> float | None:
+    async def next_due_in(
+        self, queues: Sequence[str], now: datetime | None, looked_ago: float = 0.0
+    ) -> float | None:
         """Seconds until the earliest waiting run in ``queues`` is due, if one is waiting
-        and not due yet; lets an idle worker wake for it instead of at its next poll.
-        None when the store does not need it (SQLite polls every 50 ms anyway)."""
+        and not due yet (or fell due less than ``looked_ago`` seconds ago: 0.0); lets an
+        idle worker wake for it instead of at its next poll. None when none is."""
 
     async def wait_for_work(self, timeout: float) -> None:
         """Return when new work may be claimable (a notification) or after ``timeout``."""

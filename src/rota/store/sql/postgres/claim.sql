@@ -63,11 +63,13 @@ RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fenc
 
 -- name: next_due_in
 -- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
--- keep an idle worker spinning.
+-- keep an idle worker spinning. A run that fell due since the worker's empty claim
+-- looked (looked_ago seconds) counts, as due now: it was in neither answer.
 SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now())) AS seconds
 FROM rota_runs
 WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)b::text[])
-  AND run_at > COALESCE(%(now)s::timestamptz, now());
+  AND run_at > COALESCE(%(now)s::timestamptz, now())
+               - make_interval(secs => %(looked_ago)s::float8);
 
 -- name: claim_lock
 -- Serialises limit-checking claims cluster-wide for this transaction, so two claimers

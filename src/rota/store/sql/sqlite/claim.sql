@@ -58,10 +58,12 @@ RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_sec
           :now - run_at AS pickup_delay, trace_context, step_input, slot_at;
 
 -- name: next_due_in
--- Only runs not due yet: an idle worker sleeps to the earliest (at most a poll).
+-- Only runs not due yet: an idle worker sleeps to the earliest (at most a poll). A run
+-- that fell due since the worker's empty claim looked (looked_ago seconds) counts, as
+-- due now: it was in neither answer.
 SELECT min(run_at) - :now AS seconds FROM rota_runs_live
 WHERE state IN ('pending', 'retrying') AND queue IN (SELECT value FROM json_each(:queues))
-  AND run_at > :now;
+  AND run_at > :now - :looked_ago;
 
 -- name: claim_lock
 -- BEGIN IMMEDIATE already holds SQLite's one writer lock: limited claims are
