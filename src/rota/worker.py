@@ -52,6 +52,10 @@ MAX_CLAIM_BATCH = 100
 # within a few percent of the best any setting reached (docs/benchmarks.md). Sync
 # handlers run in threads; only as many are started as run at once.
 DEFAULT_CONCURRENCY = 100
+# SQLite's clock ('now') reads whole milliseconds: a claim sent just as a run falls due
+# may not see it due yet. An idle worker's look-back (next_due_in's looked_ago) covers
+# that much more, so such a run is claimed again at once, not a poll later (issue 25).
+CLOCK_SLACK_SECONDS = 0.005
 
 
 def default_node_id() -> str:
@@ -220,7 +224,7 @@ class Worker:
             # burst, or keyed runs the claim left, see Store.claim). Only an empty claim
             # means nothing is due, and only then does the worker wait.
             if not claimed:
-                looked_ago = self.clock.monotonic() - claim_started
+                looked_ago = self.clock.monotonic() - claim_started + CLOCK_SLACK_SECONDS
                 wait = await self._idle_wait(looked_ago)
                 await self._first(stopping, self.store.wait_for_work(wait))
             elif len(claimed) < min(free, MAX_CLAIM_BATCH):
