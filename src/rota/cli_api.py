@@ -127,10 +127,24 @@ def jobs_show(name: str, url: str, token: str | None, as_json: bool, namespace: 
     if as_json:
         _print_json(job)
         return
+    starts = job.pop("recent_starts", [])
     _table(
         ["field", "value"],
-        [[k, json.dumps(v) if isinstance(v, dict | list) else v] for k, v in job.items()],
+        [[k, json.dumps(v) if isinstance(v, dict | list) else v] for k, v in job.items()]
+        + [["recent starts", _starts(starts)]],
     )
+
+
+def _starts(starts: list[dict[str, Any]]) -> str:
+    """Each recent slot and how late its run started: "12:00:02 +4 ms", or "skipped"."""
+    if not starts:
+        return "none yet"
+    shown = []
+    for start in starts:
+        slot = str(start["slot_at"])[11:23]
+        delay = start.get("delay_seconds")
+        shown.append(f"{slot} " + ("not started" if delay is None else f"+{delay * 1000:.0f} ms"))
+    return "\n".join(shown)
 
 
 def job_options(command: F) -> F:

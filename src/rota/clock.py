@@ -9,12 +9,24 @@ decide"), a :class:`FakeClock` answers its own time.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from rota.domain.values import require_aware
+
+TICK_PHASE_SECONDS = 0.5  # ticks fall between whole seconds, where cron slots are
+
+
+def next_tick(now: float, period: float, phase: float = TICK_PHASE_SECONDS) -> float:
+    """The next instant after ``now`` (seconds since the epoch) on the grid
+    ``phase + k * period``. A loop that sleeps to it keeps its instants whatever its
+    turns take, where "sleep ``period`` after the work" drifts by the work every turn."""
+    if period <= 0:
+        raise ValueError("period must be > 0")
+    return phase + (math.floor((now - phase) / period) + 1) * period
 
 
 class Clock(Protocol):

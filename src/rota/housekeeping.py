@@ -197,6 +197,9 @@ class Housekeeper:
                     give_up_seconds=self.settings.leader_lease_seconds,
                     first_now=True,
                     sleep=self.sleep,
+                    # On absolute instants (the next multiple of the period, at half a
+                    # second): the planner's ticks do not drift by what they take.
+                    wall=self._wall,
                 ),
                 name=f"rota-leader-{name}",
             )
@@ -211,6 +214,9 @@ class Housekeeper:
                     raise DutiesFailing(term) from loop.exception()
         finally:
             await cancel_all_and_wait(loops, CANCEL_WAIT_SECONDS)
+
+    def _wall(self) -> float:
+        return self.clock.now().timestamp()
 
     def _duties(
         self,

@@ -30,14 +30,7 @@ from rota.domain.jobs import (
     planning_retry_delay,
     slot_run,
 )
-from rota.domain.misfire import (
-    OverlapDecision,
-    OverlapPolicy,
-    jittered,
-    overlap_decision,
-    plan_due_slots,
-)
-from rota.domain.runs import NewRun
+from rota.domain.misfire import jittered, plan_due_slots
 from rota.errors import StoreError, StoreUnavailable
 from rota.observe import hooks
 from rota.store.port import Store
@@ -62,9 +55,8 @@ Decision = tuple[JobAdvance, int]  # the advance, and how many slots it skipped
 class Planner:
     def __init__(self, store: Store, horizon: timedelta) -> None:
         self.store = store
-        # Runs are created this far ahead of their slot so they start on time; jobs
-        # whose overlap policy looks at the previous run are planned at the slot instead,
-        # since whether the previous run is still going is only known then.
+        # Runs are created this far ahead of their slot so they start on time, for
+        # every overlap policy (the claim decides the overlap when a run falls due).
         self.horizon = horizon
 
     async def tick(self, now: datetime, leader_term: int | None = None) -> TickReport:
@@ -141,29 +133,23 @@ class Planner:
         spec = job.spec
         if trigger is None:  # a manual job has no slots
             return JobAdvance(job.id, job.cursor, job.cursor, None, ()), 0
-        horizon = self.horizon if spec.overlap is OverlapPolicy.ALLOW else timedelta(0)
         plan = plan_due_slots(
             trigger,
             job.cursor,
             now,
-            horizon,
+            self.horizon,
             spec.misfire,
             spec.catch_up_window,
             spec.run_all_cap,
         )
-        runs: list[NewRun] = []
+        # Every policy is planned ahead: the overlap is decided when a run falls due,
+        # by the claim, on the job's overlap key (rota.domain.overlap, ADR 0029).
+        jitter_key = f"{spec.namespace}/{spec.name}"
+        runs = tuple(
+            slot_run(job, slot, jittered(slot, spec.jitter_seconds, jitter_key))
+            for slot in plan.slots
+        )
         skipped = plan.skipped
-        if plan.slots and spec.overlap is not OverlapPolicy.ALLOW:
-            active, waiting = await self.store.job_run_counts(job.id)
-        else:
-            active = waiting = 0
-        for slot in plan.slots:
-            if overlap_decision(spec.overlap, active, waiting) is OverlapDecision.SKIP:
-                skipped += 1
-                continue
-            run_at = jittered(slot, spec.jitter_seconds, f"{spec.namespace}/{spec.name}")
-            runs.append(slot_run(job, slot, run_at))
-            waiting += 1
         if skipped:
             log.info(
                 "slots skipped",
@@ -173,6 +159,6 @@ class Planner:
                 overlap=spec.overlap.value,
             )
         advance = JobAdvance(
-            job.id, job.cursor, plan.next_cursor, trigger.next_after(plan.next_cursor), tuple(runs)
+            job.id, job.cursor, plan.next_cursor, trigger.next_after(plan.next_cursor), runs
         )
         return advance, skipped

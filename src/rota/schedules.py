@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from rota import payloads
 from rota.clock import Clock
-from rota.domain.jobs import Job, JobSpec, TriggerKind, manual_run, trigger_fields
+from rota.domain.jobs import (
+    Job,
+    JobSpec,
+    RecentStart,
+    TriggerKind,
+    manual_run,
+    trigger_fields,
+)
 from rota.domain.parameters import apply as apply_parameters
 from rota.domain.parameters import check_schema
 from rota.domain.runs import check_idempotency_key, check_name, check_positive_int, encode_json
@@ -185,6 +192,16 @@ async def get_job(store: Store, namespace: str, name: str) -> Job:
     if job is None:
         raise JobNotFound(namespace, name)
     return job
+
+
+RECENT_STARTS = 10  # slots shown per job, with how late each run started
+
+
+async def recent_starts(
+    store: Store, jobs: Sequence[Job], per_job: int = RECENT_STARTS
+) -> dict[int, list[RecentStart]]:
+    """Each job's newest slots and when their runs started (slot to start delays)."""
+    return await store.recent_starts([job.id for job in jobs], per_job)
 
 
 async def list_jobs(

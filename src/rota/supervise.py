@@ -27,6 +27,7 @@ from typing import Any
 
 import structlog
 
+from rota.clock import next_tick
 from rota.errors import StoreError
 from rota.observe import hooks
 
@@ -137,9 +138,14 @@ async def every(
     give_up_seconds: float = 0.0,
     first_now: bool = False,
     sleep: Sleep = asyncio.sleep,
+    wall: Callable[[], float] | None = None,
 ) -> None:
     """Call ``turn`` every ``seconds`` while ``keep_going()`` holds (checked before
     every turn, so a loop whose cancellation was swallowed still ends by itself).
+
+    With ``wall`` (seconds since the epoch, from the node's Clock) the turns fall on
+    absolute instants, :func:`rota.clock.next_tick`, instead of ``seconds`` after the
+    previous turn ended: the leader's ticks do not drift by the work they do.
 
     A turn that raises is logged and counted, and the next one comes after a backoff
     capped at ``seconds`` (a failed lease renewal is retried sooner, not later). After
@@ -150,8 +156,15 @@ async def every(
     backoff = Backoff(first=min(0.1, seconds), cap=seconds)
     failures = 0
     failing_since = 0.0
+
+    def pause() -> float:
+        if wall is None:
+            return seconds
+        now = wall()
+        return max(next_tick(now, seconds) - now, 0.0)
+
     if not first_now:
-        await sleep(seconds)
+        await sleep(pause())
     while keep_going():
         try:
             await turn()
@@ -169,7 +182,7 @@ async def every(
             await sleep(backoff.delay(failures))
             continue
         failures = 0
-        await sleep(seconds)
+        await sleep(pause())
 
 
 async def cancel_and_wait(task: asyncio.Task[Any] | None, timeout: float, name: str = "") -> bool:

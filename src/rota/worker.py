@@ -52,6 +52,10 @@ MAX_CLAIM_BATCH = 100
 # within a few percent of the best any setting reached (docs/benchmarks.md). Sync
 # handlers run in threads; only as many are started as run at once.
 DEFAULT_CONCURRENCY = 100
+# SQLite's clock ('now') reads whole milliseconds: a claim sent just as a run falls due
+# may not see it due yet. An idle worker's look-back (next_due_in's looked_ago) covers
+# that much more, so such a run is claimed again at once, not a poll later (issue 25).
+CLOCK_SLACK_SECONDS = 0.005
 
 
 def default_node_id() -> str:
@@ -197,6 +201,7 @@ class Worker:
             if free <= 0:
                 await self._first(stopping, self._wait_slot())
                 continue
+            claim_started = self.clock.monotonic()
             try:
                 claimed = await self.store.claim(
                     ClaimRequest(
@@ -221,20 +226,26 @@ class Worker:
             # burst, or keyed runs the claim left, see Store.claim). Only an empty claim
             # means nothing is due, and only then does the worker wait.
             if not claimed:
-                await self._first(stopping, self.store.wait_for_work(await self._idle_wait()))
+                looked_ago = self.clock.monotonic() - claim_started + CLOCK_SLACK_SECONDS
+                wait = await self._idle_wait(looked_ago)
+                await self._first(stopping, self.store.wait_for_work(wait))
             elif len(claimed) < min(free, MAX_CLAIM_BATCH):
                 # A short claim (an idle worker's pickup): let its handlers start before
                 # the next claim is prepared. A full one (a drain) sends the next claim
                 # first, so the database works on it while the handlers run.
                 await asyncio.sleep(0)
 
-    async def _idle_wait(self) -> float:
+    async def _idle_wait(self, looked_ago: float) -> float:
         """How long to wait for work: the poll interval, or less when a waiting run falls
         due sooner (runs planned ahead of their slot were notified when inserted, before
-        they could be claimed)."""
+        they could be claimed). A run that fell due since the empty claim looked
+        (``looked_ago`` seconds) counts as due now: it was in neither answer, and would
+        otherwise wait a whole poll (issue 25)."""
         poll = self.settings.poll_seconds
         try:
-            due_in = await self.store.next_due_in(self.queues, self.clock.db_now())
+            due_in = await self.store.next_due_in(
+                self.queues, self.clock.db_now(), looked_ago=looked_ago
+            )
         except StoreError:
             return poll
         return poll if due_in is None else min(poll, due_in)
@@ -286,6 +297,7 @@ class Worker:
         )
         if self._live is not None:
             self._live.watch(ctx.log)
+        hooks.run_starting(claimed, self.clock.now())  # slot to start, for schedules
         held = _Held(claimed, ctx, started=self.clock.monotonic())
         self._held[claimed.run_id] = held
         self._busy += 1

@@ -205,9 +205,17 @@ async def test_next_due_in_tells_an_idle_worker_when_to_look_again(store: Store)
     await enqueue_one(store, T0, run_at=at(30))
     await enqueue_one(store, T0, run_at=at(90), queue="other")
     await enqueue_one(store, T0)  # due already: not a reason to wake early
-    due_in = await store.next_due_in(("default",), T0)
-    if not store.supports_notify:
-        assert due_in is None  # without notifications workers poll every 50 ms instead
-    else:
-        assert due_in == 30.0
-        assert await store.next_due_in(("nothing-here",), T0) is None
+    assert await store.next_due_in(("default",), T0) == 30.0  # both stores (issue 25)
+    assert await store.next_due_in(("nothing-here",), T0) is None
+
+
+async def test_next_due_in_counts_a_run_that_fell_due_since_the_claim_looked(
+    store: Store,
+) -> None:
+    """An empty claim looked just before the run fell due; asked just after, the run is
+    due now (0 s), not forgotten until the next poll (issue 25). Older due runs (not
+    ours to take, say) do not count, so an idle worker does not spin on them."""
+    await enqueue_one(store, T0, run_at=at(30))
+    assert await store.next_due_in(("default",), at(30.002)) is None
+    assert await store.next_due_in(("default",), at(30.002), looked_ago=0.005) == 0.0
+    assert await store.next_due_in(("default",), at(31), looked_ago=0.005) is None

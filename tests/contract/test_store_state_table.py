@@ -4,7 +4,7 @@
 A scripted life of runs drives each store call that moves runs (claim, renew, complete
 ok / fail / timeout / retry / infrastructure retry / cancel / dead-letter, release,
 reap, poison, cancel, deadline expiry, replay, a workflow run's release, skip, map
-settlement, cancel and replay, and a fail-fast breaker's claim) while a recorder
+settlement, cancel and replay, a fail-fast breaker's claim, and an overlap skip) while a recorder
 snapshots every run's state before and after each call.
 """
 
@@ -17,6 +17,8 @@ from itertools import count
 from typing import Any, TypeVar
 
 from rota.domain.breakers import Breaker, WhenOpen
+from rota.domain.misfire import OverlapPolicy
+from rota.domain.overlap import overlap_key
 from rota.domain.runs import ClaimedRun, Outcome, RunFilter
 from rota.domain.states import TRANSITIONS, AttemptOutcome, RunState
 from rota.domain.workflows import StepKind, StepSpec, WorkflowDefinition
@@ -269,6 +271,16 @@ async def fail_fast(life: Recorder) -> None:
     await life.claim_none("fast")
 
 
+async def overlap(life: Recorder) -> None:
+    """A slot run of a ``skip`` job that falls due while its previous run is still
+    live ends Skipped at the claim (ADR 0029)."""
+    key = overlap_key(OverlapPolicy.SKIP, 999)
+    await life.enqueue("overlap", concurrency_key=key, concurrency_limit=1)
+    await life.claim("overlap")  # still running...
+    await life.enqueue("overlap", concurrency_key=key, concurrency_limit=1)
+    await life.claim_none("overlap")  # ...when the next slot falls due
+
+
 def _flow(name: str, *steps: StepSpec) -> WorkflowDefinition:
     return WorkflowDefinition(name, steps)
 
@@ -321,6 +333,7 @@ async def test_every_state_change_is_in_the_table_and_every_entry_is_made(
         deadlines,
         workflows,
         fail_fast,
+        overlap,
     )
     for chapter in chapters:
         await chapter(life)

@@ -27,7 +27,7 @@ async def make_app(db_url: str) -> AsyncIterator[Callable[..., rota.App]]:
         settings = rota.Settings(
             database_url=db_url,
             poll_seconds=overrides.pop("poll_seconds", 0.02),
-            sqlite_poll_seconds=0.02,
+            sqlite_poll_seconds=overrides.pop("sqlite_poll_seconds", 0.02),
             lease_seconds=overrides.pop("lease_seconds", 30.0),
             cancel_grace_seconds=overrides.pop("cancel_grace_seconds", 0.2),
             shutdown_grace_seconds=overrides.pop("shutdown_grace_seconds", 5.0),

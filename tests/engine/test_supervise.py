@@ -4,9 +4,11 @@ cancellation."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 
+from rota.clock import FakeClock, next_tick
 from rota.supervise import Backoff, GaveUp, Restarts, cancel_and_wait, every, supervise
 
 
@@ -129,3 +131,38 @@ async def test_a_cleanup_that_fails_on_the_way_out_does_not_swallow_the_cancella
     await asyncio.wait_for(started.wait(), 10)
     assert await cancel_and_wait(loop_task, timeout=10) is True
     assert loop_task.cancelled()
+
+
+def test_next_tick_is_the_next_instant_on_the_half_second_grid():
+    assert next_tick(100.0, 1.0) == 100.5
+    assert next_tick(100.5, 1.0) == 101.5  # strictly after now
+    assert next_tick(100.49, 5.0) == 100.5
+    assert next_tick(100.51, 5.0) == 105.5
+    with pytest.raises(ValueError, match="period"):
+        next_tick(1.0, 0.0)
+
+
+async def test_every_on_absolute_instants_does_not_drift_by_its_work():
+    """Each turn takes 0.3 s of (fake) time; the turns still start on the grid."""
+    clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
+    starts: list[float] = []
+
+    async def turn() -> None:
+        starts.append(clock.now().timestamp())
+        clock.advance(0.3)  # the work
+
+    async def sleep(seconds: float) -> None:
+        clock.advance(seconds)
+        await asyncio.sleep(0)
+
+    await every(
+        "planner",
+        1.0,
+        turn,
+        Restarts(),
+        keep_going=lambda: len(starts) < 6,
+        sleep=sleep,
+        wall=lambda: clock.now().timestamp(),
+    )
+    origin = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    assert [round(s - origin, 6) for s in starts] == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]

@@ -159,21 +159,27 @@ def test_run_series_buckets_are_cumulative_and_bounded() -> None:
     assert b"second-queue" not in generate_latest(registry)
 
 
-async def test_planned_slots_are_counted_with_their_lag(make_app, clock) -> None:
-    from datetime import timedelta
-
+async def _minutely_job(make_app, clock, name: str, queue: str):  # type: ignore[no-untyped-def]
+    """An app with one handler on ``queue`` and a job every minute: (store, job)."""
     from rota import schedules
-    from rota.planner import Planner
 
     app = make_app(clock)
 
-    @app.handler("om-scheduled", queue="om-sched-q")
+    @app.handler(name, queue=queue)
     async def scheduled(ctx: rota.RunContext, payload: int) -> int:
         return payload
 
     store = await app.store()
-    spec = schedules.job_spec(app.registry, "om-every-minute", "om-scheduled", 1, interval=60)
-    await schedules.save_job(store, clock, spec)
+    spec = schedules.job_spec(app.registry, f"{name}-every-minute", name, 1, interval=60)
+    return store, await schedules.save_job(store, clock, spec)
+
+
+async def test_planned_slots_are_counted_with_their_lag(make_app, clock) -> None:
+    from datetime import timedelta
+
+    from rota.planner import Planner
+
+    store, _ = await _minutely_job(make_app, clock, "om-scheduled", "om-sched-q")
     delta = Delta()
     # The slot fell due 30 s ago (a leader that was away): planned late, lag 30 s.
     report = await Planner(store, timedelta(seconds=5)).tick(clock.now() + timedelta(seconds=90))
@@ -183,3 +189,25 @@ async def test_planned_slots_are_counted_with_their_lag(make_app, clock) -> None
     assert delta("rota_runs_enqueued_total", planned) == 1
     assert delta("rota_schedule_lag_seconds_count") == 1
     assert delta("rota_schedule_lag_seconds_sum") == 30
+
+
+async def test_a_scheduled_run_is_timed_from_its_slot_to_its_start(make_app, clock) -> None:
+    """rota_schedule_start_delay_seconds: the claim hands the worker the run's slot, and
+    the handler's start is measured from it (issue 25)."""
+    from datetime import timedelta
+
+    from rota.observe import hooks
+    from rota.planner import Planner
+    from rota.store.port import ClaimRequest
+
+    store, job = await _minutely_job(make_app, clock, "om-on-time", "om-time-q")
+    await Planner(store, timedelta(seconds=90)).tick(clock.now())
+    slot = job.next_fire_at
+    assert slot is not None
+    request = ClaimRequest("w", ("om-time-q",), 10, 60.0)
+    [claimed] = await store.claim(request, slot + timedelta(milliseconds=3))
+    assert claimed.slot_at == slot
+    delta = Delta()
+    hooks.run_starting(claimed, slot + timedelta(milliseconds=12))
+    assert delta("rota_schedule_start_delay_seconds_count") == 1
+    assert delta("rota_schedule_start_delay_seconds_sum") == pytest.approx(0.012)

@@ -106,16 +106,27 @@ async def _claim_all(store: Store) -> None:
     await store.claim(ClaimRequest("w", ("default",), 100, 60), T0 + timedelta(days=1))
 
 
-@pytest.mark.parametrize(("overlap", "expected"), [("allow", 3), ("skip", 1), ("buffer_one", 2)])
-async def test_overlap_policies(store: Store, clock, registry, overlap, expected):
+@pytest.mark.parametrize(
+    ("overlap", "started", "waiting", "skipped"),
+    [("allow", 2, 0, 0), ("skip", 0, 0, 2), ("buffer_one", 0, 1, 1)],
+)
+async def test_overlap_is_decided_when_the_runs_fall_due(
+    store: Store, clock, registry, overlap, started, waiting, skipped
+):
+    """Every policy is planned ahead (ADR 0029); the claim decides the overlap."""
     job = await make_job(store, clock, registry, "slow", cron="* * * * *", overlap=overlap)
-    plan = planner(store)
-    await plan.tick(T0 + timedelta(minutes=1))
-    await _claim_all(store)  # the first run is now running...
-    await plan.tick(T0 + timedelta(minutes=2))  # ...when the next two slots come
-    await plan.tick(T0 + timedelta(minutes=3))
-    made = await slot_runs(store, job.id)
-    assert len(made) == expected
+    plan = planner(store, horizon=150.0)
+    await plan.tick(T0 + timedelta(seconds=30))
+    assert len(await slot_runs(store, job.id)) == 3  # minutes 1, 2 and 3: all ahead
+    request = ClaimRequest("w", ("default",), 100, 3600)
+    assert len(await store.claim(request, T0 + timedelta(minutes=1))) == 1  # still running...
+    due = await store.claim(request, T0 + timedelta(minutes=3))  # ...when 2 and 3 fall due
+    assert len(due) == started
+    runs = [r for r in await store.list_runs(RunFilter(limit=100)) if r.job_id == job.id]
+    assert sum(r.state is RunState.PENDING for r in runs) == waiting
+    gone = [r for r in runs if r.state is RunState.SKIPPED]
+    assert len(gone) == skipped
+    assert all(r.error == "previous run still live" for r in gone)
 
 
 async def test_pause_and_resume_skip_the_paused_slots(store: Store, clock, registry):
@@ -189,3 +200,27 @@ async def test_a_bad_schedule_is_refused_and_nothing_is_written(
     with pytest.raises(rota.InvalidArgument, match=message):
         await make_job(store, clock, registry, "bad", **options)
     assert await store.list_jobs() == []
+
+
+@pytest.mark.parametrize("change", ["pause", "edit", "delete"])
+async def test_a_run_planned_ahead_stays_when_its_job_changes_inside_the_horizon(
+    store: Store, clock, registry, change
+):
+    """Planned ahead (DESIGN.md, "The planner"): a run already planned for a slot stays
+    and is claimed at its slot, with the overlap key it was planned with, whatever
+    happens to its job meanwhile; the change applies to slots not planned yet."""
+    job = await make_job(store, clock, registry, "soon", cron="* * * * *", overlap="skip")
+    clock.set(T0 + timedelta(seconds=50))
+    await planner(store, horizon=15.0).tick(clock.now())  # minute 1, 10 s ahead
+    if change == "pause":
+        await schedules.set_paused(store, clock, "default", "soon", True)
+    elif change == "edit":
+        await schedules.update_job(store, clock, "default", "soon", overlap="allow")
+    else:
+        await schedules.delete_job(store, "default", "soon")
+    await planner(store, horizon=15.0).tick(clock.now())  # plans nothing new
+    assert await slot_runs(store, job.id) == [T0 + timedelta(minutes=1)]
+    request = ClaimRequest("w", ("default",), 10, 60)
+    assert await store.claim(request, T0 + timedelta(seconds=59)) == []  # not before
+    [claimed] = await store.claim(request, T0 + timedelta(minutes=1))
+    assert claimed.slot_at == T0 + timedelta(minutes=1)

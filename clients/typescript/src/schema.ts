@@ -300,7 +300,8 @@ export interface paths {
         };
         /**
          * Get Job
-         * @description One job: its schedule, policies, next fire and planning state.
+         * @description One job: its schedule, policies, next fire, planning state and its newest slots
+         *     with how late each run started.
          */
         get: operations["get_job"];
         put?: never;
@@ -1581,6 +1582,11 @@ export interface components {
             priority: number;
             /** Queue */
             queue: string;
+            /**
+             * Recent Starts
+             * @description The newest slots (oldest first) and when their runs started; given by GET of one job.
+             */
+            recent_starts?: components["schemas"]["StartOut"][];
             /** Run All Cap */
             run_all_cap: number;
             /** Schedule */
@@ -1840,6 +1846,24 @@ export interface components {
          * @enum {string}
          */
         Scope: "jobs:read" | "jobs:trigger" | "jobs:manage" | "jobs:admin" | "metrics:read" | "events:write";
+        /** StartOut */
+        StartOut: {
+            /**
+             * Delay Seconds
+             * @description slot to start: how late it started
+             */
+            delay_seconds: number | null;
+            /**
+             * Slot At
+             * Format: date-time
+             */
+            slot_at: string;
+            /**
+             * Started At
+             * @description null while waiting, or when skipped
+             */
+            started_at: string | null;
+        };
         /** SubscriptionCreate */
         SubscriptionCreate: {
             /** Event Types */

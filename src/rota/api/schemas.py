@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -23,7 +24,7 @@ from pydantic import (
 )
 
 from rota.domain.access import ApiKey, AuditEntry, Role, Scope
-from rota.domain.jobs import Job, TriggerKind
+from rota.domain.jobs import Job, RecentStart, TriggerKind
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.runs import NAME_PATTERN, Attempt, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
@@ -140,6 +141,18 @@ class JobUpdate(Request):
     timeout_seconds: Seconds | None = None
 
 
+class StartOut(BaseModel):
+    slot_at: datetime
+    started_at: datetime | None = Field(description="null while waiting, or when skipped")
+    delay_seconds: float | None = Field(description="slot to start: how late it started")
+
+    @classmethod
+    def of(cls, start: RecentStart) -> StartOut:
+        return cls(
+            slot_at=start.slot_at, started_at=start.started_at, delay_seconds=start.delay_seconds
+        )
+
+
 class JobOut(BaseModel):
     id: int
     name: str
@@ -173,9 +186,14 @@ class JobOut(BaseModel):
     )
     planning_failed_at: datetime | None
     planning_retry_at: datetime | None
+    recent_starts: list[StartOut] = Field(
+        default_factory=list,
+        description="The newest slots (oldest first) and when their runs started; "
+        "given by GET of one job.",
+    )
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: Job, starts: Sequence[RecentStart] = ()) -> JobOut:
         spec = job.spec
         return cls(
             id=job.id,
@@ -206,6 +224,7 @@ class JobOut(BaseModel):
             planning_error=job.planning_error,
             planning_failed_at=job.planning_failed_at,
             planning_retry_at=job.planning_retry_at,
+            recent_starts=[StartOut.of(start) for start in starts],
         )
 
 

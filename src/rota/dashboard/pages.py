@@ -125,8 +125,18 @@ async def workflow_run(request: Request, workflow_run_id: str, session: Viewer) 
 @router.get("/jobs", name="jobs")
 async def jobs(request: Request, session: Viewer) -> HTMLResponse:
     context = dashboard(request)
-    listed = await reads.list_jobs(await context.store(), session.principal)
-    return page(request, "jobs.html", session, jobs=listed, notice=_notice(request), nav="jobs")
+    store = await context.store()
+    listed = await reads.list_jobs(store, session.principal)
+    starts = await reads.recent_starts(store, listed)
+    return page(
+        request,
+        "jobs.html",
+        session,
+        jobs=listed,
+        starts=starts,
+        notice=_notice(request),
+        nav="jobs",
+    )
 
 
 @router.get("/jobs/{namespace}/{name}", name="job")

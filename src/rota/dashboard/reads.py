@@ -14,7 +14,7 @@ from rota import flows, schedules, services
 from rota.clock import Clock
 from rota.dashboard.shared import Shared
 from rota.domain.access import Principal
-from rota.domain.jobs import Job
+from rota.domain.jobs import Job, RecentStart
 from rota.domain.limits import Limit
 from rota.domain.runs import LogLine, Run
 from rota.domain.search import RunSearch
@@ -37,6 +37,7 @@ LIVE_STATES = (RunState.PENDING, RunState.RETRYING, RunState.CLAIMED, RunState.R
 PICKUP_SAMPLE = 200  # newest runs whose pickup delay the overview summarises
 NEXT_FIRES = 10
 JOB_RUNS = 20
+JOBS_PAGE_STARTS = 5  # per job on the Jobs page; a job's own page shows more
 LEADER_TERMS = 50
 
 
@@ -219,11 +220,17 @@ async def list_jobs(store: Store, principal: Principal) -> list[Job]:
     return [job for job in await store.list_jobs() if principal.can_see(job.spec.namespace)]
 
 
+async def recent_starts(store: Store, jobs: list[Job]) -> dict[int, list[RecentStart]]:
+    """How late each listed job's newest slots started (the Jobs page: a few per job)."""
+    return await schedules.recent_starts(store, jobs, per_job=JOBS_PAGE_STARTS)
+
+
 @dataclass(frozen=True)
 class JobDetail:
     job: Job
     next_fires: list[datetime]
     runs: list[Run] = field(default_factory=list)
+    recent_starts: list[RecentStart] = field(default_factory=list)
 
 
 async def job_detail(
@@ -241,6 +248,7 @@ async def job_detail(
         runs=await store.search_runs(
             RunSearch(namespaces=(namespace,), job_id=job.id, limit=JOB_RUNS)
         ),
+        recent_starts=(await schedules.recent_starts(store, [job]))[job.id],
     )
 
 

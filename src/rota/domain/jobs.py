@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
+from rota.domain.overlap import overlap_key
 from rota.domain.parameters import apply as apply_parameters
 from rota.domain.parameters import check_schema
 from rota.domain.runs import (
@@ -273,10 +274,29 @@ class JobAdvance:
     runs: tuple[NewRun, ...]
 
 
+@dataclass(frozen=True)
+class RecentStart:
+    """A slot of a job and when its run started (the claim of its latest attempt);
+    ``started_at`` is None while it waits, or when it was skipped."""
+
+    slot_at: datetime
+    started_at: datetime | None
+
+    @property
+    def delay_seconds(self) -> float | None:
+        """Slot to start, in seconds: how late the run started."""
+        if self.started_at is None:
+            return None
+        return (self.started_at - self.slot_at).total_seconds()
+
+
 def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
     """The run for one slot. Its idempotency key is derived from (job, slot), so a slot
-    can become one run however many planners insert it."""
+    can become one run however many planners insert it. A job whose overlap policy is
+    not ``allow`` gives it the job's overlap key, limit one: the claim decides the
+    overlap when the run falls due (rota.domain.overlap)."""
     spec = job.spec
+    key = overlap_key(spec.overlap, job.id)
     return NewRun(
         handler=spec.handler,
         payload_json=spec.payload_json,
@@ -289,6 +309,8 @@ def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
         namespace=spec.namespace,
         job_id=job.id,
         slot_at=slot,
+        concurrency_key=key,
+        concurrency_limit=None if key is None else 1,
     )
 
 

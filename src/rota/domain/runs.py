@@ -228,6 +228,7 @@ class ClaimedRun:
     trace_context: str | None = None
     # A workflow step's input besides its payload: {"parents": ..., "workflow_payload": ...}.
     step_input: Any = None
+    slot_at: datetime | None = None  # a schedule's slot: its start delay is measured from it
 
 
 @dataclass(frozen=True)

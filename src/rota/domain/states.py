@@ -58,6 +58,8 @@ TRANSITIONS: dict[tuple[RunState, RunState], str] = {
     # ADR 0016: a run its open breaker holds back, of a handler with when_open="fail".
     (RunState.PENDING, RunState.FAILED): "limited claim: breaker open, handler fails fast",
     (RunState.RETRYING, RunState.FAILED): "limited claim: breaker open, handler fails fast",
+    # ADR 0029: a slot run whose job's overlap policy leaves it out when it falls due.
+    (RunState.PENDING, RunState.SKIPPED): "limited claim: overlap, previous run still live",
     (RunState.CLAIMED, RunState.RUNNING): "worker heartbeat",
     (RunState.CLAIMED, RunState.SUCCEEDED): "worker completion (fenced)",
     (RunState.RUNNING, RunState.SUCCEEDED): "worker completion (fenced)",

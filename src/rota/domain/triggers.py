@@ -8,6 +8,7 @@ A schedule without a trigger is manual; that is handled by the planner, not here
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from datetime import MAXYEAR, UTC, datetime, timedelta
@@ -46,7 +47,15 @@ class CronTrigger:
         return self._cron.wall_clock
 
     def next_after(self, after: datetime) -> datetime | None:
-        return next_fire(self._cron, self._zone, _utc(after, "after"))
+        return _next_cron_fire(self, _utc(after, "after"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _next_cron_fire(trigger: CronTrigger, after: datetime) -> datetime | None:
+    """Memoised: a pure function of (expression, zone, instant), and the planner asks it
+    the same question for every job of a schedule shape at the same cursor (100,000
+    per-minute jobs ask it 400,000 times a minute; issue 25, bench/schedule_scale.py)."""
+    return next_fire(trigger._cron, trigger._zone, after)
 
 
 @dataclass(frozen=True)

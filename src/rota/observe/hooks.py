@@ -162,6 +162,14 @@ def runs_claimed(batch: Sequence[ClaimedRun]) -> None:
         instruments.runs.claimed(run.queue, run.pickup_delay)
 
 
+@_guarded("start")
+def run_starting(run: ClaimedRun, now: datetime) -> None:
+    """A run's handler is about to start: a schedule's run is timed from its slot."""
+    if run.slot_at is not None:
+        delay = max((now - run.slot_at).total_seconds(), 0.0)
+        OBSERVER.instruments.start_delay.observe(delay)
+
+
 @_guarded("release")
 def run_let_go(run: ClaimedRun) -> None:
     """The worker no longer holds the run (finished, lost or handed back)."""

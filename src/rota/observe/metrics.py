@@ -136,6 +136,12 @@ class Instruments:
             (),
             SECONDS_BUCKETS,
         )
+        self.start_delay = histogram(
+            "rota_schedule_start_delay_seconds",
+            "From a schedule slot to its run's handler starting (how late it started).",
+            (),
+            SECONDS_BUCKETS,
+        )
         self.db_errors = counter(
             "rota_db_errors", "Database calls that failed, by kind.", ("kind",)
         )

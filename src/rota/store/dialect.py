@@ -120,6 +120,10 @@ class Dialect(Protocol):
 
     async def wait_for_work(self, timeout: float) -> None: ...
 
+    def runs_committed(self) -> None:
+        """This process committed new runs: wake its idle worker now (a no-op where the
+        database itself notifies, as PostgreSQL does by trigger)."""
+
 
 class OneShot:
     """A session whose every call is a write of its own (one round trip, or one hop to

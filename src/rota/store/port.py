@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.breakers import Breaker, BreakerRow, Transition
-from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob
+from rota.domain.jobs import Job, JobAdvance, JobSpec, RecentStart, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
 from rota.domain.runs import (
@@ -240,6 +240,12 @@ class Store(Protocol):
         """Record that planning the job failed (``error``), and skip it until ``retry_at``;
         the next successful planning, an update or a resume clears it."""
 
+    async def recent_starts(
+        self, job_ids: Sequence[int], per_job: int
+    ) -> dict[int, list[RecentStart]]:
+        """The newest ``per_job`` slot runs of each job (both homes), oldest slot first:
+        when each slot's run started (issue 25: how late schedules start)."""
+
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:
         """(active: claimed or running, waiting: pending or retrying) runs of the job."""
 
@@ -324,10 +330,12 @@ class Store(Protocol):
         """Reclaim dead row versions in the hot tables (a leader duty; every claim and
         completion leaves one behind, and a queue decays without it)."""
 
-    async def next_due_in(self, queues: Sequence[str], now: datetime | None) -> float | None:
+    async def next_due_in(
+        self, queues: Sequence[str], now: datetime | None, looked_ago: float = 0.0
+    ) -> float | None:
         """Seconds until the earliest waiting run in ``queues`` is due, if one is waiting
-        and not due yet; lets an idle worker wake for it instead of at its next poll.
-        None when the store does not need it (SQLite polls every 50 ms anyway)."""
+        and not due yet (or fell due less than ``looked_ago`` seconds ago: 0.0); lets an
+        idle worker wake for it instead of at its next poll. None when none is."""
 
     async def wait_for_work(self, timeout: float) -> None:
         """Return when new work may be claimable (a notification) or after ``timeout``."""

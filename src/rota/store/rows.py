@@ -144,6 +144,7 @@ def claimed_from_row(row: Mapping[str, Any]) -> ClaimedRun:
         pickup_delay=row["pickup_delay"],
         trace_context=row["trace_context"],
         step_input=row["step_input"],
+        slot_at=row["slot_at"],
     )
 
 

@@ -87,9 +87,12 @@ async def create_job(
 async def get_job(
     name: Name, principal: Reader, store: StoreDep, namespace: NamespaceQuery = "default"
 ) -> JobOut:
-    """One job: its schedule, policies, next fire and planning state."""
+    """One job: its schedule, policies, next fire, planning state and its newest slots
+    with how late each run started."""
     _visible(principal, namespace, name)
-    return JobOut.of(await schedules.get_job(store, namespace, name))
+    job = await schedules.get_job(store, namespace, name)
+    starts = await schedules.recent_starts(store, [job])
+    return JobOut.of(job, starts[job.id])
 
 
 @router.patch("/{name}", responses=responses(*AUTHENTICATED, 400, 404))

@@ -20,6 +20,7 @@ import structlog
 
 from rota.domain.breakers import Breaker, BreakerView
 from rota.domain.limits import Active, Candidate, Limit, Limits, choose
+from rota.domain.overlap import SKIPPED_REASON, overlap_skips
 from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse
 from rota.domain.runs import ClaimedRun
 from rota.store.core.breakers import CoreBreakers
@@ -46,6 +47,8 @@ class _Gate:
     tripped: frozenset[str]  # handlers whose runs the plain claim leaves to this path
     # Runs held back by a breaker whose handler fails fast: run id -> the error to record.
     doomed: dict[int, str] = field(default_factory=dict)
+    # Slot runs their job's overlap policy ends Skipped (rota.domain.overlap).
+    overlapped: list[int] = field(default_factory=list)
 
     def admit(self, c: Candidate) -> bool:
         if self.view is not None and not self.view.allows(c.handler, c.breaker_key):
@@ -206,6 +209,8 @@ class CoreClaim(CoreBreakers):
                 await self._save_view(session, view)
             if gate.doomed:
                 await _fail_fast(session, gate.doomed, self.map_max_items)
+            if gate.overlapped:
+                await _skip_overlapped(session, gate.overlapped)
             if not chosen:
                 return
             params = {
@@ -267,6 +272,12 @@ class CoreClaim(CoreBreakers):
             candidates = [_candidate(r) for r in rows]
             if not limits.any:
                 _count_keys(active, rows, counted_keys)
+            skips = overlap_skips(candidates, active)
+            if skips:
+                gate.overlapped += skips
+                passed += skips
+                left_out = set(skips)
+                candidates = [c for c in candidates if c.run_id not in left_out]
             taken.saw_any = taken.saw_any or bool(candidates)
             if ask.everything and not taken.saw_plain:
                 taken.saw_plain = any(_is_plain(c, limits, gate) for c in candidates)
@@ -274,7 +285,7 @@ class CoreClaim(CoreBreakers):
             chosen += picked
             taken_now = set(picked)
             passed += [c.run_id for c in candidates if c.run_id not in taken_now]
-            if len(chosen) >= ask.want or len(candidates) < window:
+            if len(chosen) >= ask.want or len(rows) < window:
                 break
         return chosen
 
@@ -372,6 +383,13 @@ async def _active(session: Session) -> Active:
             row["queue"], row["handler"], row["concurrency_key"], row["key_limit"], row["count"]
         )
     return active
+
+
+async def _skip_overlapped(session: Session, run_ids: list[int]) -> None:
+    """End the slot runs their job's overlap policy leaves out: Skipped, with the reason."""
+    rows = await session.rows("overlap_skip", {"ids": sorted(run_ids), "error": SKIPPED_REASON})
+    if rows:
+        log.info("slot runs skipped: previous run still live", run_ids=[r["id"] for r in rows])
 
 
 async def _fail_fast(session: Session, doomed: dict[int, str], map_max_items: int) -> None:

@@ -8,7 +8,14 @@ from typing import Any
 
 import structlog
 
-from rota.domain.jobs import Job, JobAdvance, JobSpec, UnreadableJob, spec_to_json
+from rota.domain.jobs import (
+    Job,
+    JobAdvance,
+    JobSpec,
+    RecentStart,
+    UnreadableJob,
+    spec_to_json,
+)
 from rota.store.core.base import CoreBase
 from rota.store.dialect import Session
 from rota.store.port import LeaderInfo, LeaderTerm
@@ -86,6 +93,20 @@ class CoreJobs(CoreBase):
         params = {"id": job_id, "error": error, "retry_at": retry_at}
         await self._d.write("set_job_aside", params, now)
 
+    async def recent_starts(
+        self, job_ids: Sequence[int], per_job: int
+    ) -> dict[int, list[RecentStart]]:
+        starts: dict[int, list[RecentStart]] = {job_id: [] for job_id in job_ids}
+        if not job_ids:
+            return starts
+        params = {"job_ids": list(job_ids), "per_job": per_job}
+        for row in await self._d.rows("recent_starts", params):
+            starts[int(row["job_id"])].append(RecentStart(row["slot_at"], row["started_at"]))
+        for job_id, found in starts.items():
+            # SQLite reads each home's newest: keep the newest of both, oldest first.
+            starts[job_id] = sorted(found, key=lambda s: s.slot_at)[-per_job:]
+        return starts
+
     async def job_run_counts(self, job_id: int) -> tuple[int, int]:
         [row] = await self._d.rows("job_run_counts", {"job_id": job_id})
         return int(row["active"]), int(row["waiting"])
@@ -113,7 +134,10 @@ class CoreJobs(CoreBase):
             await self._insert_runs(session, runs)
             return advanced
 
-        return await self._d.in_transaction(now, advance)
+        advanced = await self._d.in_transaction(now, advance)
+        if advanced:
+            self._d.runs_committed()  # planned ahead: an idle worker wakes for the first
+        return advanced
 
     # -- leadership -------------------------------------------------------------
     async def acquire_leadership(

@@ -102,12 +102,15 @@ class CoreRegistry(CoreClaim):
         rows = await self._d.rows("unclaimable_runs", {"limit": limit}, now)
         return [UnclaimableRun(row["id"], row["queue"], tuple(row["tags"])) for row in rows]
 
-    async def next_due_in(self, queues: Sequence[str], now: datetime | None) -> float | None:
-        if not self._d.supports_notify:
-            return None  # idle workers poll often: nothing to wake for
-        rows = await self._d.rows("next_due_in", {"queues": list(queues)}, now)
+    async def next_due_in(
+        self, queues: Sequence[str], now: datetime | None, looked_ago: float = 0.0
+    ) -> float | None:
+        # Both stores answer: an idle worker sleeps to the earliest due run (a poll or a
+        # notification may wake it sooner), so a planned run starts at its slot.
+        params = {"queues": list(queues), "looked_ago": max(looked_ago, 0.0)}
+        rows = await self._d.rows("next_due_in", params, now)
         seconds = rows[0]["seconds"] if rows else None
-        due = None if seconds is None else float(seconds)
+        due = None if seconds is None else max(float(seconds), 0.0)  # fell due: now
         # A run held back by a rate is due, not waiting: wake when its bucket frees.
         frees_at = self._rate_frees_at
         if frees_at is not None:

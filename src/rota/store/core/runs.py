@@ -107,7 +107,9 @@ async def complete_in(
 class CoreRuns(CoreWorkflows, CoreBreakers):
     # -- producing --------------------------------------------------------------
     async def enqueue(self, runs: Sequence[NewRun], now: datetime | None) -> list[Enqueued]:
-        return await self._insert_runs(OneShot(self._d, now), runs)
+        enqueued = await self._insert_runs(OneShot(self._d, now), runs)
+        self._d.runs_committed()
+        return enqueued
 
     async def replay(self, run_id: int, now: datetime | None) -> int:
         step = await self.workflow_step_of(run_id)

@@ -245,6 +245,9 @@ class PgDialect:
                 raise
             await conn.execute("RESET statement_timeout")
 
+    def runs_committed(self) -> None:
+        pass  # the insert trigger's NOTIFY wakes every listener, this process's too
+
     async def wait_for_work(self, timeout: float) -> None:
         if self._listener is None:
             self._listener = watched(

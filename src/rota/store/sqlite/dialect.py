@@ -15,6 +15,7 @@ and a whole transaction alike (the core's body runs to its end inside the thread
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -141,6 +142,8 @@ class SqliteDialect:
         self.path = path_from_url(url)
         self.poll_seconds = poll_seconds
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rota-sqlite")
+        # The idle worker's wake-up and the loop it waits on (see runs_committed).
+        self._committed: tuple[asyncio.Event, asyncio.AbstractEventLoop] | None = None
         self._conn: sqlite3.Connection | None = None
 
     # -- the connection's thread ----------------------------------------------
@@ -294,6 +297,30 @@ class SqliteDialect:
 
         await self._call(optimize)
 
+    def runs_committed(self) -> None:
+        # SQLite has no NOTIFY: the runs this process commits (the API's enqueues, the
+        # embedded leader's planning in `rota server`) wake its idle worker directly.
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if self._committed is None:
+            if running is None:
+                return
+            # Before the worker's first wait: it finds the signal set when it waits.
+            self._committed = (asyncio.Event(), running)
+        event, loop = self._committed
+        if running is loop:
+            event.set()
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(event.set)
+
     async def wait_for_work(self, timeout: float) -> None:
-        # SQLite has no notifications across processes; an indexed poll is cheap.
-        await asyncio.sleep(min(timeout, self.poll_seconds))
+        # Other processes cannot notify: their runs are found by an indexed poll, which
+        # is cheap. This process's own runs wake the worker at once (runs_committed).
+        if self._committed is None:
+            self._committed = (asyncio.Event(), asyncio.get_running_loop())
+        event = self._committed[0]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), min(timeout, self.poll_seconds))
+        event.clear()

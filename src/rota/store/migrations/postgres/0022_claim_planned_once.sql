@@ -22,7 +22,7 @@ CREATE FUNCTION rota_claim(
     id bigint, handler text, payload jsonb, queue text, attempt int, max_attempts int,
     fence bigint, timeout_seconds float8, lost_count int, idempotency_key text,
     lease_expires_at timestamptz, correlation_id text, job_id bigint,
-    pickup_delay float8, trace_context text, step_input jsonb
+    pickup_delay float8, trace_context text, step_input jsonb, slot_at timestamptz
 )
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
@@ -75,6 +75,7 @@ BEGIN
     RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fence,
               r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
               r.correlation_id, r.job_id,
-              EXTRACT(EPOCH FROM t.now - r.run_at)::float8, r.trace_context, r.step_input;
+              EXTRACT(EPOCH FROM t.now - r.run_at)::float8, r.trace_context, r.step_input,
+              r.slot_at;
 END
 $claim$;

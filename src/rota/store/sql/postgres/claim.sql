@@ -25,11 +25,13 @@ SELECT * FROM rota_claim(%(queues)b::text[], %(limit)s::int, %(worker_id)s::text
 
 -- name: next_due_in
 -- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
--- keep an idle worker spinning.
+-- keep an idle worker spinning. A run that fell due since the worker's empty claim
+-- looked (looked_ago seconds) counts, as due now: it was in neither answer.
 SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now())) AS seconds
 FROM rota_runs
 WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)b::text[])
-  AND run_at > COALESCE(%(now)s::timestamptz, now());
+  AND run_at > COALESCE(%(now)s::timestamptz, now())
+               - make_interval(secs => %(looked_ago)s::float8);
 
 -- name: claim_lock
 -- Serialises limit-checking claims cluster-wide for this transaction, so two claimers
@@ -143,7 +145,7 @@ RETURNING r.id, r.handler, r.payload, r.queue, r.attempt, r.max_attempts, r.fenc
           r.timeout_seconds, r.lost_count, r.idempotency_key, r.lease_expires_at,
           r.correlation_id, r.job_id,
           EXTRACT(EPOCH FROM t.now - r.run_at)::float8 AS pickup_delay, r.trace_context,
-          r.step_input;
+          r.step_input, r.slot_at;
 
 -- name: breaker_fail_fast
 -- Runs whose breaker is open and whose handler fails fast (ADR 0016): Failed at once,
@@ -169,3 +171,12 @@ events AS (
      AND (s.handler IS NULL OR s.handler = f.handler) AND (s.queue IS NULL OR s.queue = f.queue)
 )
 SELECT id FROM failed;
+
+-- name: overlap_skip
+-- Slot runs whose job's overlap policy leaves them out (ADR 0029): Skipped at once, the
+-- reason in error, no attempt made; the partition key moves them to history. Only
+-- Pending runs: a retry of an earlier run waits for the key instead.
+UPDATE rota_runs
+SET state = 'skipped', error = %(error)s, finished_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = ANY(%(ids)b::bigint[]) AND state = 'pending'
+RETURNING id;

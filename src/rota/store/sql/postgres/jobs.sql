@@ -71,3 +71,14 @@ SET planning_error = %(error)s, planning_failed_at = COALESCE(%(now)s::timestamp
     planning_failures = planning_failures + 1, planning_retry_at = %(retry_at)s
 WHERE id = %(id)s
 RETURNING id;
+
+-- name: recent_starts
+-- The newest slot runs of each job, by its (job_id, id) index in both homes: when each
+-- slot's run started (the Jobs page, `rota jobs show`).
+SELECT j.job_id, r.slot_at, r.started_at
+FROM unnest(%(job_ids)b::bigint[]) AS j(job_id)
+CROSS JOIN LATERAL (
+    SELECT slot_at, started_at FROM rota_runs
+    WHERE job_id = j.job_id AND slot_at IS NOT NULL
+    ORDER BY id DESC
+    LIMIT %(per_job)s) AS r;

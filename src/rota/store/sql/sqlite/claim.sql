@@ -55,14 +55,15 @@ WHERE id IN (
     LIMIT :limit)
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
           lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
-          :now - run_at AS pickup_delay, trace_context, step_input;
+          :now - run_at AS pickup_delay, trace_context, step_input, slot_at;
 
 -- name: next_due_in
--- Asked only by a dialect with supports_notify (an idle SQLite worker polls often
--- anyway); kept alike here so both dialects answer the same names.
+-- Only runs not due yet: an idle worker sleeps to the earliest (at most a poll). A run
+-- that fell due since the worker's empty claim looked (looked_ago seconds) counts, as
+-- due now: it was in neither answer.
 SELECT min(run_at) - :now AS seconds FROM rota_runs_live
 WHERE state IN ('pending', 'retrying') AND queue IN (SELECT value FROM json_each(:queues))
-  AND run_at > :now;
+  AND run_at > :now - :looked_ago;
 
 -- name: claim_lock
 -- BEGIN IMMEDIATE already holds SQLite's one writer lock: limited claims are
@@ -165,7 +166,7 @@ WHERE id IN (SELECT value FROM json_each(:ids))
   AND state IN ('pending', 'retrying')
 RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_seconds,
           lost_count, idempotency_key, lease_expires_at, correlation_id, job_id,
-          :now - run_at AS pickup_delay, trace_context, step_input;
+          :now - run_at AS pickup_delay, trace_context, step_input, slot_at;
 
 -- name: breaker_fail_fast
 -- Runs whose breaker is open and whose handler fails fast (ADR 0016): Failed at once,
@@ -183,4 +184,13 @@ WHERE r.id IN (SELECT value FROM json_each(:ids)) AND r.state IN ('pending', 're
 UPDATE rota_runs_live
 SET state = 'failed', error = :error, finished_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('pending', 'retrying')
+RETURNING id;
+
+-- name: overlap_skip
+-- Slot runs whose job's overlap policy leaves them out (ADR 0029): Skipped at once, the
+-- reason in error, no attempt made; the trigger moves them to history. Only Pending
+-- runs: a retry of an earlier run waits for the key instead.
+UPDATE rota_runs_live
+SET state = 'skipped', error = :error, finished_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'pending'
 RETURNING id;

@@ -67,3 +67,18 @@ SET planning_error = :error, planning_failed_at = :now,
     planning_failures = planning_failures + 1, planning_retry_at = :retry_at
 WHERE id = :id
 RETURNING id;
+
+-- name: recent_starts
+-- The newest slot runs of each job, in each home by its (job_id, id) index: when each
+-- slot's run started (the Jobs page, `rota jobs show`). The caller keeps the newest of
+-- both homes.
+SELECT r.job_id, r.slot_at, r.started_at
+FROM json_each(:job_ids) AS j
+JOIN rota_runs AS r ON r.id IN (
+    SELECT id FROM (
+        SELECT id FROM rota_runs_live
+        WHERE job_id = j.value AND slot_at IS NOT NULL ORDER BY id DESC LIMIT :per_job)
+    UNION ALL
+    SELECT id FROM (
+        SELECT id FROM rota_runs_history
+        WHERE job_id = j.value AND slot_at IS NOT NULL ORDER BY id DESC LIMIT :per_job));
