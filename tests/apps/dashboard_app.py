@@ -27,12 +27,15 @@ async def boom(ctx: rota.RunContext, payload: Any) -> None:
 
 @app.handler("long", timeout=120)
 async def long(ctx: rota.RunContext, payload: Any) -> str:
-    for step in range(600):
-        if ctx.is_cancelled():
-            ctx.log.warning("stopping: cancelled", step=step)
-            return "stopped"
-        ctx.log.info("step", step=step)
-        await asyncio.sleep(0.2)
+    # An operator's cancel cancels an async handler's task at once (issue 30): the
+    # handler sees CancelledError at its next await, says so, and lets it through.
+    try:
+        for step in range(600):
+            ctx.log.info("step", step=step)
+            await asyncio.sleep(0.2)
+    except asyncio.CancelledError:
+        ctx.log.warning("stopping: cancelled")
+        raise
     return "finished"
 
 
