@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from rota.clock import Clock
 from rota.domain.breakers import Breaker, BreakerRow, Transition, as_of
 from rota.domain.limits import Limit
+from rota.domain.overlap import OVERLAP_PREFIX
 from rota.domain.rates import RateLimit, micros
 from rota.domain.runs import (
     Attempt,
@@ -119,6 +120,12 @@ def new_run(
     if request.deadline is not None:
         check_deadline(request.deadline, now)
     key = request.concurrency_key or None
+    if key is not None and key.startswith(OVERLAP_PREFIX):
+        # The planner's own keys: a run carrying one would count as a slot run of that
+        # job, and could make the job's next slots skip (ADR 0029).
+        raise InvalidArgument(
+            "concurrency_key", key, f"a key not starting with {OVERLAP_PREFIX!r} (reserved)"
+        )
     if request.key_limit is not None and key is None:
         raise InvalidArgument("key_limit", request.key_limit, "to come with a concurrency_key")
     # A request's tags add to the handler's (checked first: a string is not a list).

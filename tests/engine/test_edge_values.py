@@ -46,6 +46,9 @@ def app(make_app):
         ({"queue": "default\n"}, "queue"),
         ({"tags": ["gpu\n"]}, "tag"),
         ({"concurrency_key": "k\n"}, "concurrency_key"),
+        # The planner's overlap keys are reserved: a run carrying one would make the
+        # job's next slots skip (ADR 0029).
+        ({"concurrency_key": "rota:overlap:skip:1"}, "concurrency_key"),
         ({"idempotency_key": "k\x00"}, "idempotency_key"),
         ({"run_at": datetime(9999, 12, 31, 23, tzinfo=UTC)}, "run_at"),
         ({"run_at": datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))}, "run_at"),
