@@ -115,10 +115,18 @@ async def rated(ctx: rota.RunContext, payload: Any) -> None:
 
 @app.handler("cancellable-async", max_attempts=1)
 async def cancellable_async(ctx: rota.RunContext, payload: dict[str, Any]) -> str:
-    """Sleeps ``seconds``; marks a cancellation of its task (which it lets through)."""
+    """Sleeps ``seconds``; marks a cancellation of its task (which it lets through).
+    With ``returns_once_cancelled``, returns as soon as the test has sent its cancel
+    (the file ``cancel-sent-<run id>`` exists): usually before the worker learns of it."""
     mark(ctx, "started")
     try:
-        await asyncio.sleep(payload["seconds"])
+        if payload.get("returns_once_cancelled"):
+            sent = MARKS / f"cancel-sent-{ctx.run_id}"
+            give_up = time.monotonic() + payload["seconds"]
+            while not sent.exists() and time.monotonic() < give_up:
+                await asyncio.sleep(0.01)
+        else:
+            await asyncio.sleep(payload["seconds"])
     except asyncio.CancelledError:
         mark(ctx, "task-cancelled")
         raise

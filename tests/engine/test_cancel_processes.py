@@ -23,7 +23,9 @@ TERMINAL = [state for state in RunState if state.is_terminal]
 NO_GRACE_IN_TIME = {"ROTA_CANCEL_GRACE_SECONDS": "600"}
 KINDS = {
     "long-async": ("cancellable-async", {"seconds": 600}),
-    "short-async": ("cancellable-async", {"seconds": 0.2}),  # returns before it learns
+    # Returns right after the cancel is sent, before its worker learns of it (a fixed
+    # short sleep could end before a loaded machine sent the cancel at all).
+    "short-async": ("cancellable-async", {"seconds": 600, "returns_once_cancelled": True}),
     "sync": ("cancellable-sync", {"seconds": 600}),
 }
 
@@ -47,6 +49,7 @@ def test_every_cancel_holds(
             what=f"run {run_id} to start",
         )
         process_app.cancel(run_id)
+        (marks / f"cancel-sent-{run_id}").touch()
     for run_id, kind in zip(run_ids, kinds, strict=True):
         run = wait_for_state_of(
             process_app, run_id, *TERMINAL, timeout=30, what=f"{kind} run to end"
