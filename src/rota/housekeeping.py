@@ -74,7 +74,9 @@ class Housekeeper:
         self.clock = clock
         self.restarts = restarts or Restarts()
         self.sleep = sleep
-        self.planner = Planner(store, timedelta(seconds=settings.planner_horizon_seconds))
+        self.planner = Planner(
+            store, timedelta(seconds=settings.planner_horizon_seconds), clock.monotonic
+        )
 
     async def plan_once(self, term: int | None = None) -> TickReport:
         now = await self.store.now(self.clock.db_now())

@@ -13,10 +13,20 @@ delay (:func:`rota.domain.jobs.planning_retry_delay`) or at once when updated or
 resumed, and the rest of the tick goes on. A batch the store refuses is split in halves
 until the job at fault is alone. Only an unreachable store (StoreUnavailable) ends the
 tick, since then no job can be planned.
+
+The planner keeps up with its load (issue 25, ADR 0029). A slot's runs should be
+committed well before the slot; when a tick commits one with less than half the
+horizon to spare (many jobs share a slot, or a slow database), the planner looks further
+ahead by the shortfall, its *lead*, so the next pass starts that much earlier. When every
+pass commits every run with room to spare, the lead shrinks back. Only slots still ahead
+when the pass began count: a slot planned after it passed (catch-up after an outage, a
+horizon of 0) says nothing about the planner's pace.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -31,6 +41,7 @@ from rota.domain.jobs import (
     slot_run,
 )
 from rota.domain.misfire import jittered, plan_due_slots
+from rota.domain.runs import NewRun
 from rota.errors import StoreError, StoreUnavailable
 from rota.observe import hooks
 from rota.store.port import Store
@@ -38,6 +49,11 @@ from rota.store.port import Store
 log = structlog.get_logger("rota.planner")
 DUE_BATCH = 500
 MAX_BATCHES = 100  # bounds one tick: 50,000 due jobs
+# A slot's runs should be committed with at least this share of the horizon to spare.
+TARGET_MARGIN = 0.5
+# The lead never exceeds this many horizons: a job paused inside horizon + lead still
+# runs its planned slot (DESIGN.md, "a run already planned stays").
+MAX_LEAD_HORIZONS = 10
 
 
 @dataclass(frozen=True)
@@ -52,18 +68,77 @@ class TickReport:
 Decision = tuple[JobAdvance, int]  # the advance, and how many slots it skipped
 
 
+@dataclass
+class Pace:
+    """How much further than the horizon the planner looks to keep up with its load (the
+    module docstring). Judged per pass: the ticks from one that finds due jobs to one
+    that leaves none behind (a tick plans at most MAX_BATCHES batches)."""
+
+    horizon: timedelta
+    lead: timedelta = timedelta(0)
+    _since: datetime | None = None  # the first tick of the pass under way
+    _lead_then: timedelta = timedelta(0)  # the lead when it began
+    _tightest: timedelta | None = None  # the least time to spare of a slot ahead of it
+
+    def begin(self, now: datetime) -> None:
+        if self._since is None:
+            self._since, self._lead_then, self._tightest = now, self.lead, None
+
+    def committed(self, runs: list[NewRun], at: datetime) -> None:
+        """Runs were committed ``at``; only slots ahead of the pass's start count."""
+        since = self._since
+        for run in runs:
+            if since is not None and run.slot_at is not None and run.slot_at > since:
+                spare = run.slot_at - at
+                if self._tightest is None or spare < self._tightest:
+                    self._tightest = spare
+
+    def tick_ended(self, pass_ended: bool) -> None:
+        """A shortfall widens the lead at once, by as much as it was short; room to
+        spare narrows it by half the surplus, once the whole pass has shown it."""
+        target = self.horizon * TARGET_MARGIN
+        tightest = self._tightest
+        if tightest is not None and tightest < target:
+            wider = min(self._lead_then + (target - tightest), self.horizon * MAX_LEAD_HORIZONS)
+            if wider > self.lead:
+                self.lead = wider
+                log.info(
+                    "planner looks further ahead to keep up", lead_seconds=wider.total_seconds()
+                )
+        if not pass_ended:
+            return
+        if tightest is not None and tightest > target:
+            self.lead = max(self.lead - (tightest - target) / 2, timedelta(0))
+        self._since = None
+
+
 class Planner:
-    def __init__(self, store: Store, horizon: timedelta) -> None:
+    def __init__(
+        self,
+        store: Store,
+        horizon: timedelta,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         # Runs are created this far ahead of their slot so they start on time, for
         # every overlap policy (the claim decides the overlap when a run falls due).
         self.horizon = horizon
+        self.pace = Pace(horizon)
+        self._monotonic = monotonic  # how long a tick has taken so far
+
+    @property
+    def lead(self) -> timedelta:
+        return self.pace.lead
 
     async def tick(self, now: datetime, leader_term: int | None = None) -> TickReport:
-        """Plan every job due by ``now + horizon``, a batch at a time."""
+        """Plan every job due by ``now + horizon + lead``, a batch at a time."""
+        started = self._monotonic()
+        ahead = self.horizon + self.pace.lead
+        self.pace.begin(now)
+        planned: list[NewRun] = []
         jobs = created = skipped = conflicts = set_aside = 0
         for _ in range(MAX_BATCHES):
-            due = await self.store.due_jobs(now + self.horizon, DUE_BATCH)
+            due = await self.store.due_jobs(now + ahead, DUE_BATCH)
             decisions: list[Decision] = []
             failed: list[tuple[int, int, str]] = []  # (job id, failures so far, error)
             for job in due:
@@ -71,7 +146,7 @@ class Planner:
                     failed.append((job.id, job.planning_failures, job.error))
                     continue
                 try:
-                    decisions.append(await self._decide(job, now))
+                    decisions.append(await self._decide(job, now, ahead))
                 except StoreUnavailable:
                     raise
                 except Exception as exc:  # noqa: BLE001 - whatever it is, it is this job's
@@ -84,13 +159,22 @@ class Planner:
             jobs += len(due)
             set_aside += len(failed)
             conflicts += len(decisions) - len(advanced) - len(refused)
-            for advance, job_skipped in decisions:
-                if advance.job_id in advanced:
-                    created += len(advance.runs)
-                    hooks.slots_planned(advance.runs, now)
-                    skipped += job_skipped
+            batch = [
+                run
+                for advance, _ in decisions
+                if advance.job_id in advanced
+                for run in advance.runs
+            ]
+            self.pace.committed(batch, now + timedelta(seconds=self._monotonic() - started))
+            planned += batch
+            created += len(batch)
+            skipped += sum(n for advance, n in decisions if advance.job_id in advanced)
             if len(due) < DUE_BATCH or not (advanced or failed):
+                self.pace.tick_ended(pass_ended=True)
                 break
+        else:  # the tick's cap was reached with due jobs left: the pass goes on
+            self.pace.tick_ended(pass_ended=False)
+        hooks.slots_planned(planned, now)
         return TickReport(jobs, created, skipped, conflicts, set_aside)
 
     async def _advance(
@@ -127,7 +211,7 @@ class Planner:
                 error=planning_error_text(record_exc),
             )
 
-    async def _decide(self, job: Job, now: datetime) -> tuple[JobAdvance, int]:
+    async def _decide(self, job: Job, now: datetime, ahead: timedelta) -> tuple[JobAdvance, int]:
         """Which slots of this job get runs, as a value; nothing is written here."""
         trigger = job.trigger
         spec = job.spec
@@ -137,7 +221,7 @@ class Planner:
             trigger,
             job.cursor,
             now,
-            self.horizon,
+            ahead,
             spec.misfire,
             spec.catch_up_window,
             spec.run_all_cap,

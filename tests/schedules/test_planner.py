@@ -11,6 +11,7 @@ import rota
 from rota import schedules
 from rota.domain.runs import RunFilter
 from rota.domain.states import RunState
+from rota.planner import Planner
 from rota.store.port import ClaimRequest, Store
 from tests.contract.support import peers
 from tests.schedules.conftest import T0, make_job, planner, slot_runs
@@ -224,3 +225,44 @@ async def test_a_run_planned_ahead_stays_when_its_job_changes_inside_the_horizon
     assert await store.claim(request, T0 + timedelta(seconds=59)) == []  # not before
     [claimed] = await store.claim(request, T0 + timedelta(minutes=1))
     assert claimed.slot_at == T0 + timedelta(minutes=1)
+
+
+class SteppedMonotonic:
+    """A tick's duration as the test says: each reading is ``step`` seconds later."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.step = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+async def test_a_planner_that_falls_behind_looks_further_ahead(store: Store, clock, registry):
+    # Every 10 s; horizon 10 s, so each tick sees the next slot. A tick that takes 12 s
+    # commits that slot's run 2 s late: short of half the horizon (5 s) by 7 s.
+    job = await make_job(store, clock, registry, "busy", cron="*/10 * * * * *")
+    monotonic = SteppedMonotonic()
+    plan = Planner(store, timedelta(seconds=10), monotonic)
+    monotonic.step = 12.0  # its batch is committed 12 s after the tick began
+    await plan.tick(T0)
+    assert plan.lead == timedelta(seconds=7)
+    # The next tick looks 17 s ahead: at T0 + 3 s the slot at T0 + 20 s is planned.
+    monotonic.step = 0.0
+    await plan.tick(T0 + timedelta(seconds=3))
+    assert await slot_runs(store, job.id) == [T0 + timedelta(seconds=s) for s in (10, 20)]
+    # Quick ticks with room to spare bring the lead back down.
+    for second in range(4, 60):
+        await plan.tick(T0 + timedelta(seconds=second))
+    assert plan.lead < timedelta(seconds=2)
+
+
+async def test_catching_up_on_past_slots_does_not_widen_the_lead(store: Store, clock, registry):
+    job = await make_job(store, clock, registry, "missed", cron="* * * * *", misfire="run_all")
+    monotonic = SteppedMonotonic()
+    monotonic.step = 30.0  # slow, but every slot it plans has passed already
+    plan = Planner(store, timedelta(seconds=0), monotonic)
+    await plan.tick(T0 + timedelta(minutes=10, seconds=30))
+    assert len(await slot_runs(store, job.id)) == 10
+    assert plan.lead == timedelta(0)

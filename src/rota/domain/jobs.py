@@ -247,14 +247,17 @@ def spec_to_json(spec: JobSpec) -> str:
     return json.dumps(data)
 
 
+# What a stored spec may hold; a key from an older or newer rota is left out.
+_SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec))
+
+
 def spec_from_json(text: str | dict[str, object]) -> JobSpec:
-    data = json.loads(text) if isinstance(text, str) else dict(text)
-    known = {f.name for f in fields(JobSpec)}
-    data = {k: v for k, v in data.items() if k in known}
+    stored: Mapping[str, Any] = json.loads(text) if isinstance(text, str) else text
+    data = {k: v for k, v in stored.items() if k in _SPEC_FIELDS}
     for key in _INSTANTS:
         if isinstance(data.get(key), str):
             data[key] = datetime.fromisoformat(str(data[key]))
-    return JobSpec(**data)  # type: ignore[arg-type]
+    return JobSpec(**data)
 
 
 def trigger_fields(spec: JobSpec) -> tuple[object, ...]:
