@@ -219,3 +219,32 @@ async def test_next_due_in_counts_a_run_that_fell_due_since_the_claim_looked(
     assert await store.next_due_in(("default",), at(30.002)) is None
     assert await store.next_due_in(("default",), at(30.002), looked_ago=0.005) == 0.0
     assert await store.next_due_in(("default",), at(31), looked_ago=0.005) is None
+
+
+async def test_a_worker_woken_for_a_keyed_run_claims_it_in_its_first_claim(
+    store: Store,
+) -> None:
+    """Issue 25: an idle worker told a keyed run (a skip job's slot) falls due claims it
+    beside the plain runs of the same instant, not in a second claim after them; the
+    claim still takes no more than its limit."""
+    plain = [await enqueue_one(store, T0, run_at=at(30)) for _ in range(2)]
+    keyed = [
+        await enqueue_one(store, T0, run_at=at(30), concurrency_key=f"k{i}", concurrency_limit=1)
+        for i in range(2)
+    ]
+    # Asked just after the runs fell due (they count as due now), as an idle worker does.
+    assert await store.next_due_in(("default",), at(30.002), looked_ago=0.01) == 0.0
+    first = await claim(store, at(30.002), limit=10)
+    assert sorted(c.run_id for c in first) == sorted(plain + keyed)
+
+
+async def test_a_wake_up_claim_for_keyed_runs_keeps_to_its_limit(store: Store) -> None:
+    for i in range(3):
+        await enqueue_one(store, T0, run_at=at(30))
+        await enqueue_one(store, T0, run_at=at(30), concurrency_key=f"k{i}", concurrency_limit=1)
+    assert await store.next_due_in(("default",), at(30.002), looked_ago=0.01) == 0.0
+    first = await claim(store, at(30.002), limit=2)
+    assert len(first) == 2
+    rest = await claim(store, at(30.002), limit=10)
+    assert len(first) + len(rest) <= 6
+    assert not {c.run_id for c in first} & {c.run_id for c in rest}

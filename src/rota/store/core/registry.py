@@ -111,6 +111,8 @@ class CoreRegistry(CoreClaim):
         rows = await self._d.rows("next_due_in", params, now)
         seconds = rows[0]["seconds"] if rows else None
         due = None if seconds is None else max(float(seconds), 0.0)  # fell due: now
+        keyed = rows[0]["keyed_seconds"] if rows else None
+        self._keyed_due_at = None if keyed is None else time.monotonic() + float(keyed)
         # A run held back by a rate is due, not waiting: wake when its bucket frees.
         frees_at = self._rate_frees_at
         if frees_at is not None:

@@ -27,7 +27,11 @@ SELECT * FROM rota_claim(%(queues)b::text[], %(limit)s::int, %(worker_id)s::text
 -- Only runs not due yet: one that is due but not ours to take (tags, limits) must not
 -- keep an idle worker spinning. A run that fell due since the worker's empty claim
 -- looked (looked_ago seconds) counts, as due now: it was in neither answer.
-SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now())) AS seconds
+-- keyed_seconds: when the earliest keyed run among them falls due (the claim then asks
+-- for keyed work beside the plain claim, not after it: CoreClaim._claim_side_by_side).
+SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now())) AS seconds,
+       EXTRACT(EPOCH FROM min(run_at) FILTER (WHERE concurrency_key IS NOT NULL)
+                          - COALESCE(%(now)s::timestamptz, now())) AS keyed_seconds
 FROM rota_runs
 WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)b::text[])
   AND run_at > COALESCE(%(now)s::timestamptz, now())

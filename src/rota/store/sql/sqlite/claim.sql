@@ -61,7 +61,9 @@ RETURNING id, handler, payload, queue, attempt, max_attempts, fence, timeout_sec
 -- Only runs not due yet: an idle worker sleeps to the earliest (at most a poll). A run
 -- that fell due since the worker's empty claim looked (looked_ago seconds) counts, as
 -- due now: it was in neither answer.
-SELECT min(run_at) - :now AS seconds FROM rota_runs_live
+SELECT min(run_at) - :now AS seconds,
+       min(CASE WHEN concurrency_key IS NOT NULL THEN run_at END) - :now AS keyed_seconds
+FROM rota_runs_live
 WHERE state IN ('pending', 'retrying') AND queue IN (SELECT value FROM json_each(:queues))
   AND run_at > :now - :looked_ago;
 
