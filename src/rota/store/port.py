@@ -246,9 +246,6 @@ class Store(Protocol):
         """The newest ``per_job`` slot runs of each job (both homes), oldest slot first:
         when each slot's run started (issue 25: how late schedules start)."""
 
-    async def job_run_counts(self, job_id: int) -> tuple[int, int]:
-        """(active: claimed or running, waiting: pending or retrying) runs of the job."""
-
     async def advance_jobs(
         self, advances: Sequence[JobAdvance], now: datetime | None, leader_term: int | None
     ) -> set[int]:

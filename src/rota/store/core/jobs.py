@@ -107,10 +107,6 @@ class CoreJobs(CoreBase):
             starts[job_id] = sorted(found, key=lambda s: s.slot_at)[-per_job:]
         return starts
 
-    async def job_run_counts(self, job_id: int) -> tuple[int, int]:
-        [row] = await self._d.rows("job_run_counts", {"job_id": job_id})
-        return int(row["active"]), int(row["waiting"])
-
     async def advance_jobs(
         self, advances: Sequence[JobAdvance], now: datetime | None, leader_term: int | None
     ) -> set[int]:

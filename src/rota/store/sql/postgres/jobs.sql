@@ -45,12 +45,6 @@ WHERE NOT paused AND next_fire_at <= %(until)s
 ORDER BY next_fire_at
 LIMIT %(limit)s;
 
--- name: job_run_counts
-SELECT count(*) FILTER (WHERE state IN ('claimed', 'running')) AS active,
-       count(*) FILTER (WHERE state IN ('pending', 'retrying')) AS waiting
-FROM rota_runs
-WHERE job_id = %(job_id)s AND state IN ('pending', 'retrying', 'claimed', 'running');
-
 -- name: advance_jobs
 -- Compare-and-set on each cursor: of several planners that read the same cursor, one
 -- moves it.

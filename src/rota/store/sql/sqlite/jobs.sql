@@ -44,12 +44,6 @@ WHERE NOT paused AND next_fire_at <= :until
 ORDER BY next_fire_at
 LIMIT :limit;
 
--- name: job_run_counts
-SELECT count(*) FILTER (WHERE state IN ('claimed', 'running')) AS active,
-       count(*) FILTER (WHERE state IN ('pending', 'retrying')) AS waiting
-FROM rota_runs_live
-WHERE job_id = :job_id AND state IN ('pending', 'retrying', 'claimed', 'running');
-
 -- name: advance_jobs
 -- Compare-and-set on the cursor: of several planners that read the same cursor, one
 -- moves it.
