@@ -149,3 +149,15 @@ def test_the_ini_option_gives_the_fixture_an_apps_handlers(pytester: pytest.Pyte
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=1)
     assert not Path(pytester.path / "never-opened.db").exists()
+
+
+@pytest.mark.postgres
+def test_drain_works_on_postgres_too(pg_clean: str):
+    app = isolated_app(pg_clean, clock=rota.FakeClock())
+    try:
+        add_handlers(app)
+        app.enqueue("send-report", {"day": "2026-02-02"})
+        assert [d.handler for d in drain(app)] == ["send-report", "notify"]
+        assert_enqueued(app, "notify", {"day": "2026-02-02"})
+    finally:
+        app.close()
