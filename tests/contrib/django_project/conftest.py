@@ -11,10 +11,17 @@ from pathlib import Path
 import django
 import psycopg
 import pytest
+from django.conf import settings
 
 from tests.conftest import ADMIN_URL, REQUIRE_POSTGRES
+from tests.contrib.django_project import settings as shop_settings
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.contrib.django_project.settings")
+# Configured from the module, not through DJANGO_SETTINGS_MODULE: the variable would
+# reach every process the rest of the suite starts (a pytest run by pytester, too).
+if not settings.configured:
+    settings.configure(
+        **{name: getattr(shop_settings, name) for name in dir(shop_settings) if name.isupper()}
+    )
 django.setup()
 
 
