@@ -11,6 +11,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -112,8 +113,8 @@ def test_a_bad_enqueue_fails_in_the_view_not_at_commit():
         enqueue("no-such-handler")
 
 
-@pytest.mark.django_db(transaction=True)
-def test_outside_atomic_the_run_is_made_at_once():
+@ON_EACH_DATABASE
+def test_outside_atomic_the_run_is_made_at_once(rota_in: str):
     order = uuid.uuid4().hex
     run_id = enqueue("ship", {"order": order})
     assert [r.id for r in runs_for(order)] == [run_id]
@@ -179,3 +180,20 @@ def test_the_server_command_serves_the_api(tmp_path: Path):
     assert server.returncode in (0, -signal.SIGTERM), log.read_text()
     banner = " ".join(log.read_text().split())
     assert "handlers: rota.start-workflow, ship" in banner  # from the shop's tasks.py
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_passes_over_a_database_rota_cannot_open(tmp_path: Path):
+    from importlib import import_module
+
+    migration = import_module("rota.contrib.django.migrations.0001_rota_tables")
+    memory = connections.create_connection("default")
+    memory.settings_dict = {**memory.settings_dict, "NAME": ":memory:"}
+    try:
+        migration.make_rota_tables(None, SimpleNamespace(connection=memory))  # no error
+    finally:
+        memory.close()
+    own = tmp_path / "rota-own.db"
+    with override_settings(ROTA={"DATABASE_URL": f"sqlite:///{own}"}):
+        migration.make_rota_tables(None, SimpleNamespace(connection=connections["default"]))
+    assert not own.exists()  # rota's own database is its workers' to migrate
