@@ -55,6 +55,17 @@ def test_drain_runs_every_due_run_and_what_they_enqueue(rota_app: rota.App):
     assert drain(rota_app) == []
 
 
+def test_an_async_handler_may_call_the_apps_sync_methods(rota_app: rota.App):
+    add_handlers(rota_app)
+
+    @rota_app.handler("fan-out")
+    async def fan_out(ctx: rota.RunContext, payload: Any) -> None:
+        rota_app.enqueue("notify", {"day": "sync door"})  # blocks this loop, briefly
+
+    rota_app.enqueue("fan-out")
+    assert [d.handler for d in drain(rota_app)] == ["fan-out", "notify"]
+
+
 def test_a_retry_waits_for_the_fake_clock(rota_app: rota.App, rota_clock: rota.FakeClock):
     add_handlers(rota_app)
     run_id = rota_app.enqueue("flaky")
@@ -146,7 +157,7 @@ def test_the_ini_option_gives_the_fixture_an_apps_handlers(pytester: pytest.Pyte
         ),
     )
     pytester.makeini("[pytest]\nrota_app = tasks:app\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:django", "-q")
     result.assert_outcomes(passed=1)
     assert not Path(pytester.path / "never-opened.db").exists()
 

@@ -12,6 +12,7 @@ moving the clock past a cron slot and draining runs that slot.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,8 +56,21 @@ class Drained:
 def drain(app: App, *, max_runs: int = DEFAULT_MAX_RUNS, plan: bool = True) -> list[Drained]:
     """Run every run that is due now, including those the runs themselves enqueue, and
     return each attempt in the order it ran. Blocking; callable from sync and async
-    tests alike (it runs on the App's own loop thread, as the App's sync methods do)."""
-    return app._stores.call(lambda: drain_async(app, max_runs=max_runs, plan=plan))
+    tests alike.
+
+    It runs on an event loop of its own, in a thread of its own, with a store it
+    closes at the end: not on the App's sync door, because a handler calling the App's
+    sync methods (``app.enqueue`` in an async handler) would then wait on the very
+    loop that runs it, for ever."""
+
+    async def drain_and_close() -> list[Drained]:
+        try:
+            return await drain_async(app, max_runs=max_runs, plan=plan)
+        finally:
+            await app.aclose()  # this loop's store only
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{WORKER_ID}-loop") as loop:
+        return loop.submit(asyncio.run, drain_and_close()).result()
 
 
 async def drain_async(
