@@ -14,6 +14,8 @@ import httpx
 import psycopg
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 import rota
 from rota.contrib.fastapi import Enqueue, LifespanMissing, lifespan
@@ -92,3 +94,29 @@ async def test_a_routes_own_transaction_carries_the_run(pg_clean: str):
         committed = (await client.post("/orders/2")).json()["run"]
         assert [run.id for run in app.list_runs()] == [committed]
         assert_enqueued(app, "send-report", {"order": 2}, count=1)
+
+
+@pytest.mark.postgres
+async def test_a_route_on_a_sqlalchemy_async_session_carries_the_run(pg_clean: str):
+    with psycopg.connect(pg_clean, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS orders")
+        conn.execute("CREATE TABLE orders (id int)")
+    app = with_handler(rota.App(pg_clean))
+    engine = create_async_engine(pg_clean.replace("postgresql://", "postgresql+psycopg://"))
+    api = FastAPI(lifespan=lifespan(app))
+
+    @api.post("/orders/{order}")
+    async def order(order: int, enqueue: Enqueue, fail: bool = False) -> dict[str, int]:
+        async with AsyncSession(engine) as session:
+            await session.execute(text("INSERT INTO orders VALUES (:id)"), {"id": order})
+            run_id = await enqueue("send-report", {"order": order}, connection=session)
+            await (session.rollback() if fail else session.commit())
+        return {"run": run_id}
+
+    try:
+        async with serving(api) as client:
+            await client.post("/orders/1", params={"fail": True})
+            committed = (await client.post("/orders/2")).json()["run"]
+            assert [run.id for run in app.list_runs()] == [committed]
+    finally:
+        await engine.dispose()
