@@ -197,3 +197,15 @@ def test_the_migration_passes_over_a_database_rota_cannot_open(tmp_path: Path):
     with override_settings(ROTA={"DATABASE_URL": f"sqlite:///{own}"}):
         migration.make_rota_tables(None, SimpleNamespace(connection=connections["default"]))
     assert not own.exists()  # rota's own database is its workers' to migrate
+
+
+def test_without_the_app_installed_the_error_says_what_to_add():
+    from django.apps import apps
+
+    from rota.contrib.django import NotInstalled
+
+    with override_settings(INSTALLED_APPS=["tests.contrib.django_project.shop"]):
+        assert "rota" not in apps.app_configs
+        with pytest.raises(NotInstalled, match=r"add 'rota\.contrib\.django' to INSTALLED_APPS"):
+            enqueue("ship", {"order": "x"})
+    assert "rota" in apps.app_configs

@@ -27,11 +27,11 @@ from django.db import connections, transaction
 
 from rota.app import App
 from rota.contrib.django.apps import RotaConfig
-from rota.errors import UnsupportedFeature
+from rota.errors import RotaError, UnsupportedFeature
 from rota.handlers import HandlerFn, make_spec
 from rota.services import RunRequest, new_run
 
-__all__ = ["enqueue", "get_app", "handler"]
+__all__ = ["NotInstalled", "enqueue", "get_app", "handler"]
 
 # rota.App.handler's options and defaults: one spelling of a handler's options.
 _HANDLER_DEFAULTS: dict[str, Any] = {
@@ -41,10 +41,24 @@ _HANDLER_DEFAULTS: dict[str, Any] = {
 }
 
 
+class NotInstalled(RotaError):
+    """rota.contrib.django was used without being in INSTALLED_APPS."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "rota.contrib.django is not installed: add 'rota.contrib.django' to "
+            "INSTALLED_APPS (its label, 'rota', must be free)"
+        )
+
+
 def _config() -> RotaConfig:
     # Not `apps`: in this package that name is the submodule rota.contrib.django.apps.
-    config = django_apps.get_app_config("rota")
-    assert isinstance(config, RotaConfig)  # the label is ours (INSTALLED_APPS)
+    try:
+        config = django_apps.get_app_config("rota")
+    except LookupError:
+        raise NotInstalled from None
+    if not isinstance(config, RotaConfig):
+        raise NotInstalled
     return config
 
 
