@@ -59,7 +59,7 @@ tools:
 screenshots: install $(CHROMIUM)
 	$(BIN)/python -m tests.dashboard.screenshots docs/dashboard
 
-LINTED := src tests chaos $(wildcard bench)
+LINTED := src tests chaos examples $(wildcard bench)
 
 lint: install
 	$(BIN)/ruff check $(LINTED)

@@ -20,6 +20,9 @@ from rota.store.postgres import PostgresStore
 from rota.store.sqlite import SqliteStore
 from tests.helpers import WorkerProcesses
 
+# pytester: tests of rota's pytest plugin (tests/testing) run pytest on a user's suite.
+pytest_plugins = ("pytester",)
+
 # Property tests: no per-example deadline (this 2-core machine is shared, and a slow
 # example is not a failure), and in CI a fixed set of examples, so a run that passed
 # here passes there; new examples are explored in local runs.

@@ -22,6 +22,7 @@ import structlog
 
 from rota import bulk, events, flows, logs, loops, schedules, services, workflow_schedules
 from rota.bootstrap import caller_connection_enqueue, caller_connection_publish
+from rota.caller_connections import async_driver_connection, driver_connection
 from rota.clock import Clock, SystemClock
 from rota.config import Settings
 from rota.context import RunContext
@@ -152,9 +153,10 @@ class App:
         run it created first. ``tags`` add to the handler's; runs sharing a
         ``concurrency_key`` run at most ``key_limit`` at once (default: the handler's,
         1); ``deadline``: if not started by then, the run is cancelled and never runs.
-        ``connection`` (PostgreSQL): a psycopg connection whose open transaction the run
-        is created in, so it exists only if that commits. ``rate_key``: the handler's and
-        queue's rate limits count runs of each key apart (e.g. per customer);
+        ``connection`` (PostgreSQL): a psycopg connection (or a SQLAlchemy Connection or
+        Session on psycopg) whose open transaction the run is created in, so it exists
+        only if that commits. ``rate_key``: the handler's and queue's rate limits count
+        runs of each key apart (e.g. per customer);
         ``breaker_key``: the handler's circuit breaker trips per key (e.g. per host)."""
         request = RunRequest(
             handler,
@@ -185,6 +187,7 @@ class App:
         )
         if connection is not None:
             port = self._caller_enqueue()
+            connection = await async_driver_connection(connection)
             [enqueued] = await port.enqueue_on(connection, [run], self.clock.db_now())
             return int(enqueued.run_id)
         return (await self._enqueue_async([run]))[0]
@@ -206,7 +209,9 @@ class App:
         return await services.enqueue(await self.store(), self.clock, runs)
 
     def _enqueue_on_connection(self, connection: Any, run: NewRun) -> int:
-        return self._caller_enqueue().enqueue_on_sync(connection, run, self.clock.db_now())
+        port = self._caller_enqueue()
+        connection = driver_connection(connection)
+        return port.enqueue_on_sync(connection, run, self.clock.db_now())
 
     def _caller_enqueue(self) -> CallerConnectionEnqueue:
         port = caller_connection_enqueue(self.settings)
@@ -326,13 +331,15 @@ class App:
         """Publish an event: every job subscribed to ``name`` whose filter matches gets
         one run, in the same transaction. The same ``event_id`` again (in the namespace,
         for the name) creates nothing. ``connection`` (PostgreSQL): a psycopg connection
-        whose open transaction the event and its runs are written in."""
+        (or a SQLAlchemy Connection or Session on psycopg) whose open transaction the
+        event and its runs are written in."""
         event = events.new_event(name, payload, event_id, namespace)
         starts = self.workflow_starts()
         if connection is not None:
             port = self._caller_publish()
             # Checked before the caller's transaction writes the event (issue 31).
             starts = self._stores.use(events.checked_starts, event, starts)
+            connection = driver_connection(connection)
             return port.publish_on_sync(connection, event, self.clock.db_now(), starts)
         return self._stores.use(events.publish, self.clock, event, starts)
 
@@ -351,6 +358,7 @@ class App:
         if connection is not None:
             port = self._caller_publish()
             starts = await events.checked_starts(await self.store(), event, starts)
+            connection = await async_driver_connection(connection)
             return await port.publish_on(connection, event, self.clock.db_now(), starts)
         return await events.publish(await self.store(), self.clock, event, starts)
 

@@ -189,3 +189,20 @@ class ApiKeyNotFound(RotaError, LookupError):
     def __init__(self, key_id: str) -> None:
         self.key_id = key_id
         super().__init__(f"API key {key_id!r} does not exist")
+
+
+class DrainLimitReached(RotaError):
+    """``rota.testing.drain`` ran ``max_runs`` runs and still found more due: most
+    likely a handler that enqueues itself. The run it found last was handed back."""
+
+    def __init__(self, max_runs: int) -> None:
+        self.max_runs = max_runs
+        super().__init__(
+            f"drain ran {max_runs} runs and more are still due; a handler that enqueues "
+            "itself? (raise max_runs if the test really makes that many)"
+        )
+
+
+class NotEnqueued(RotaError, AssertionError):
+    """``rota.testing.assert_enqueued`` found no run like the one expected. An
+    AssertionError too, so pytest reports it as a failed assertion."""

@@ -14,8 +14,10 @@ from tests.helpers import stop_gracefully
 pytestmark = pytest.mark.slow
 
 
+# Not named live_server: pytest-django (installed for tests/contrib) has an autouse
+# fixture that takes any fixture of that name for Django's live server.
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def rota_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("client-server")
     port, log = free_port(), home / "server.log"
     proc = start_server(home / "rota.db", port, log, "--app", "tests.apps.client_app:app")
@@ -28,7 +30,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def admin_token(live_server: str) -> str:
-    answer = httpx.post(f"{live_server}/dev/token", json={"role": "admin"}, timeout=10)
+def admin_token(rota_server_url: str) -> str:
+    answer = httpx.post(f"{rota_server_url}/dev/token", json={"role": "admin"}, timeout=10)
     answer.raise_for_status()
     return str(answer.json()["access_token"])

@@ -20,8 +20,8 @@ from tests.helpers import REPO
 pytestmark = pytest.mark.slow
 
 
-def test_enqueue_wait_and_read_back(live_server: str, admin_token: str) -> None:
-    with RotaClient(live_server, admin_token) as rota:
+def test_enqueue_wait_and_read_back(rota_server_url: str, admin_token: str) -> None:
+    with RotaClient(rota_server_url, admin_token) as rota:
         run_id = rota.enqueue("echo", {"n": 1}, queue="default", priority=3)
         run = rota.wait_for(run_id, timeout=30)
         assert (run["state"], run["result"], run["priority"]) == ("succeeded", {"n": 1}, 3)
@@ -35,8 +35,8 @@ def test_enqueue_wait_and_read_back(live_server: str, admin_token: str) -> None:
         assert rota.enqueue("echo", {"n": 2}, idempotency_key="once") == again
 
 
-def test_jobs_trigger_pause_resume_and_delete(live_server: str, admin_token: str) -> None:
-    with RotaClient(live_server, admin_token) as rota:
+def test_jobs_trigger_pause_resume_and_delete(rota_server_url: str, admin_token: str) -> None:
+    with RotaClient(rota_server_url, admin_token) as rota:
         job = rota.create_job({"name": "py-nightly", "handler": "echo", "cron": "0 2 * * *"})
         assert job["name"] == "py-nightly"
         assert "py-nightly" in [j["name"] for j in rota.list_jobs()]
@@ -52,8 +52,8 @@ def test_jobs_trigger_pause_resume_and_delete(live_server: str, admin_token: str
         assert "py-nightly" in missing.value.detail
 
 
-def test_dead_letters_cancel_and_replay(live_server: str, admin_token: str) -> None:
-    with RotaClient(live_server, admin_token) as rota:
+def test_dead_letters_cancel_and_replay(rota_server_url: str, admin_token: str) -> None:
+    with RotaClient(rota_server_url, admin_token) as rota:
         dead = rota.enqueue("doomed", None)
         assert rota.wait_for(dead, timeout=30)["state"] == "dead_lettered"
         assert dead in [run["id"] for run in rota.iter_dead(handler="doomed")]
@@ -72,8 +72,8 @@ def test_dead_letters_cancel_and_replay(live_server: str, admin_token: str) -> N
         assert rota.wait_for(still_sleeping, timeout=30)["state"] in ("cancelled", "succeeded")
 
 
-def test_pagination_walks_every_page_once(live_server: str, admin_token: str) -> None:
-    with RotaClient(live_server, admin_token) as rota:
+def test_pagination_walks_every_page_once(rota_server_url: str, admin_token: str) -> None:
+    with RotaClient(rota_server_url, admin_token) as rota:
         made = {rota.enqueue("echo", i, queue="paged") for i in range(7)}
         walked = [run["id"] for run in rota.iter_runs(queue="paged", limit=3)]
         assert sorted(walked) == sorted(made)
@@ -83,8 +83,8 @@ def test_pagination_walks_every_page_once(live_server: str, admin_token: str) ->
         assert first["next_cursor"]
 
 
-def test_workers_and_leader(live_server: str, admin_token: str) -> None:
-    with RotaClient(live_server, admin_token) as rota:
+def test_workers_and_leader(rota_server_url: str, admin_token: str) -> None:
+    with RotaClient(rota_server_url, admin_token) as rota:
         [worker] = rota.list_workers()
         assert rota.drain_worker(worker["node_id"])["state"] == "draining"
         assert rota.resume_worker(worker["node_id"])["state"] == "active"
@@ -93,8 +93,8 @@ def test_workers_and_leader(live_server: str, admin_token: str) -> None:
         assert leader["holder"] == worker["node_id"]
 
 
-async def test_the_async_client_is_the_same_client(live_server: str, admin_token: str) -> None:
-    async with AsyncRotaClient(live_server, admin_token) as rota:
+async def test_the_async_client_is_the_same_client(rota_server_url: str, admin_token: str) -> None:
+    async with AsyncRotaClient(rota_server_url, admin_token) as rota:
         run_id = await rota.enqueue("echo", ["async"])
         assert (await rota.wait_for(run_id, timeout=30))["result"] == ["async"]
         seen = [run["id"] async for run in rota.iter_runs(handler="echo", limit=2)]
@@ -105,8 +105,8 @@ async def test_the_async_client_is_the_same_client(live_server: str, admin_token
         assert "handler" in refused.value.detail
 
 
-def test_auth_failure_is_a_typed_error(live_server: str) -> None:
-    with RotaClient(live_server, "not-a-token") as rota, pytest.raises(ApiError) as refused:
+def test_auth_failure_is_a_typed_error(rota_server_url: str) -> None:
+    with RotaClient(rota_server_url, "not-a-token") as rota, pytest.raises(ApiError) as refused:
         rota.list_jobs()
     assert refused.value.status == 401
     assert refused.value.type.startswith("urn:rota:problem:")
@@ -159,12 +159,12 @@ def test_an_unreachable_server_is_named() -> None:
         rota.list_jobs()
 
 
-def test_readme_example_runs_as_printed(live_server: str, admin_token: str) -> None:
+def test_readme_example_runs_as_printed(rota_server_url: str, admin_token: str) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## From other services") :]
     block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert block is not None
-    env = {**os.environ, "ROTA_URL": live_server, "ROTA_TOKEN": admin_token}
+    env = {**os.environ, "ROTA_URL": rota_server_url, "ROTA_TOKEN": admin_token}
     result = subprocess.run(
         [sys.executable, "-c", block.group(1)],
         env=env,

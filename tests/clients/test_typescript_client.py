@@ -103,7 +103,7 @@ main().catch((error: unknown) => {
 
 @pytest.mark.timeout(280)
 def test_the_packed_client_installs_and_runs_from_esm_and_commonjs(
-    installed: None, tmp_path: Path, live_server: str, admin_token: str
+    installed: None, tmp_path: Path, rota_server_url: str, admin_token: str
 ) -> None:
     """What the README says to do: `npm pack` in clients/typescript, then `npm install`
     the tarball in a project of your own. Installing a local tarball with no runtime
@@ -122,7 +122,7 @@ def test_the_packed_client_installs_and_runs_from_esm_and_commonjs(
     )
 
     def run(*command: str) -> str:
-        env = {**os.environ, "ROTA_URL": live_server, "ROTA_TOKEN": admin_token}
+        env = {**os.environ, "ROTA_URL": rota_server_url, "ROTA_TOKEN": admin_token}
         result = subprocess.run(
             command, cwd=project, env=env, capture_output=True, text=True, timeout=120
         )

@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class Order(models.Model):
+    item = models.CharField(max_length=100)
