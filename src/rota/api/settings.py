@@ -10,15 +10,16 @@ development key is used when none is set, and a warning says so. docs/security.m
 from __future__ import annotations
 
 import ipaddress
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from rota.config_sources import Sources
 from rota.endpoint import is_loopback
 from rota.errors import InvalidArgument, RotaError
 from rota.observe.scrape import check_scrape_token
 from rota.redact import Secret
+from rota.secret_files import with_secret_files
 
 # Public on purpose: anyone can mint tokens with it, so production refuses it.
 DEV_SIGNING_KEY = "rota-development-signing-key-do-not-use-in-production"
@@ -197,7 +198,8 @@ class ApiSettings:
         ROTA_READY_MAX_DUE_WAIT_SECONDS, ROTA_MAX_TOKEN_LIFETIME_SECONDS,
         ROTA_FAILED_AUTH_BURST, ROTA_FAILED_AUTH_WINDOW_SECONDS, ROTA_TRUSTED_PROXIES
         (comma-separated)."""
-        environ = os.environ if environ is None else environ
+        sources = Sources.read(environ)  # the configuration file, beneath the variables
+        environ = with_secret_files(environ)
         names: dict[str, tuple[str, Callable[[str], Any]]] = {
             "ROTA_ENV": ("env", str),
             "ROTA_JWT_SECRET": ("signing_key", str),
@@ -213,7 +215,9 @@ class ApiSettings:
             "ROTA_TRUSTED_PROXIES": ("trusted_proxies", _comma_list),
             "ROTA_METRICS_TOKEN": ("metrics_token", check_scrape_token),
         }
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = sources.file_fields("api")
+        if "trusted_proxies" in values:
+            values["trusted_proxies"] = tuple(values["trusted_proxies"])
         for variable, (name, kind) in names.items():
             raw = environ.get(variable)
             if raw is None or raw == "":
