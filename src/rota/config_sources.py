@@ -61,6 +61,12 @@ class Sources:
             return f"file {self.file_path}"
         return "default"
 
+    def fields(self, target: Target) -> dict[str, Any]:
+        """``target``'s fields set in the environment or the file (the environment's
+        value where both are)."""
+        merged = {**self.file_values, **self.env_values}
+        return {BY_KEY[key].field: v for key, v in merged.items() if BY_KEY[key].target == target}
+
     def file_fields(self, target: Target) -> dict[str, Any]:
         """The file's values for ``target``'s fields (the environment is read by each
         target's own from_env, over these)."""
