@@ -118,3 +118,13 @@ def test_origins(tmp_path: Path) -> None:
     assert found.value("worker.loop") == "uvloop"
     assert found.origin("worker.loop", flag="auto") == "flag"
     assert found.origin("worker.tags") == "default"
+
+
+def test_the_documented_table_is_current() -> None:
+    from rota import config_doc
+    from tests.helpers import REPO
+
+    documented = (REPO / "docs" / "configuration.md").read_text()
+    assert config_doc.rewrite(documented) == documented, (
+        "docs/configuration.md is stale: python -m rota.config_doc docs/configuration.md"
+    )
