@@ -14,7 +14,7 @@ import pytest
 
 import rota
 from tests.conftest import fresh_database
-from tests.readme import blocks
+from tests.readme import README_POSTGRES, blocks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,6 +51,20 @@ def test_the_readme_enqueue_ends_quietly_on_sqlite(tmp_path: Path) -> None:
 def test_the_readme_enqueue_ends_quietly_on_postgres(tmp_path: Path) -> None:
     with fresh_database("rota_lifecycle") as url:
         readme_enqueue_quietly(tmp_path, url)
+
+
+def test_the_readme_postgres_transaction_snippet_ends_quietly(tmp_path: Path) -> None:
+    """ "Exactly-once effects on PostgreSQL": enqueue on the caller's connection, then
+    read the run back through the App, and end without closing it."""
+    with fresh_database("rota_lifecycle") as url:
+        shop = readme_block("# shop.py\n").replace(README_POSTGRES, url)
+        (tmp_path / "shop.py").write_text(shop)
+        migrated = run_script(tmp_path, "from shop import app\napp.list_runs()\napp.close()\n")
+        assert migrated.returncode == 0, migrated.stderr  # rota's tables, as `db upgrade`
+        done = run_script(tmp_path, readme_block("import psycopg\n\nfrom shop import app, url\n"))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "pending"
+        assert done.stderr == ""
 
 
 def test_the_readme_scoped_app_ends_quietly(tmp_path: Path) -> None:
