@@ -81,13 +81,18 @@ def config() -> None:
 
 
 @config.command()
-def show() -> None:
+@click.option("--db", default=None, help="Database URL, as every command's --db.")
+@click.pass_context
+def show(context: click.Context, db: str | None) -> None:
     """Every setting's effective value (secrets hidden) and where it came from."""
     found = sources()
+    # The flags this command can be given: --db here, --ca-file before the command
+    # (which sets ROTA_CA_FILE for the process, so it would read as the environment).
+    flags = {"database.url": db, "client.ca_file": context.find_root().params.get("ca_file")}
     width = max(len(entry.key) for entry in ENTRIES)
     for entry in ENTRIES:
-        value = found.value(entry.key)
-        origin = found.origin(entry.key)
+        value = found.value(entry.key, flags.get(entry.key))
+        origin = found.origin(entry.key, flags.get(entry.key))
         if value is None:
             value = default(entry)
         click.echo(f"{entry.key:<{width}}  {shown(entry, value)}  ({origin})")

@@ -54,6 +54,14 @@ def test_show_prints_values_origins_and_hides_secrets(tmp_path: Path) -> None:
     assert "postgresql://rota:**********@db/rota" in lines["database.url"]
 
 
+def test_show_names_flags(tmp_path: Path) -> None:
+    shown = rota(tmp_path, "--ca-file", "ca.pem", "config", "show", "--db", "sqlite:///x.db")
+    assert shown.returncode == 0, shown.stderr
+    lines = {line.split()[0]: line for line in shown.stdout.splitlines()}
+    assert lines["client.ca_file"].split()[1:] == ["ca.pem", "(flag)"]
+    assert lines["database.url"].split()[1:] == ["sqlite:///x.db", "(flag)"]
+
+
 def test_check_validates_without_starting(tmp_path: Path) -> None:
     (tmp_path / "good.yaml").write_text("worker:\n  concurrency: 3\n")
     good = rota(tmp_path, "config", "check", "good.yaml")
