@@ -597,5 +597,21 @@ class App:
         await self._stores.aclose()
 
     def close(self) -> None:
-        """Close every store this App opened, and its sync loop thread."""
+        """Close every store this App opened, and its sync loop thread. An App never
+        closed is closed at interpreter exit; closing it sooner frees its connections."""
         self._stores.close()
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> App:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+        # Sync calls made inside the block opened a store on the private loop; closing
+        # it blocks on that loop's thread, so not on this one.
+        await asyncio.to_thread(self.close)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -29,8 +30,12 @@ from rota import schedules as schedules_service
 from rota.bootstrap import open_store
 from rota.bootstrap import upgrade as upgrade_schema
 from rota.cli_app import app_dir_option, load_app
+from rota.cli_config import config as config_group
+from rota.cli_config import option, sources
+from rota.cli_tls import server_tls, tls_options
 from rota.clock import SystemClock
 from rota.config import Settings
+from rota.config_sources import CONFIG_VARIABLE
 from rota.errors import RotaError, StoreUnavailable
 from rota.store.port import Store
 from rota.worker import DEFAULT_CONCURRENCY
@@ -111,10 +116,32 @@ def _one_line() -> Iterator[None]:
 @click.group(cls=_Rota)
 @click.option("--log-level", default="info", type=click.Choice(logs.LEVELS))
 @click.option("--log-json", is_flag=True, help="One JSON object per log line.")
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    metavar="PATH",
+    help="Settings file, rota.yaml or rota.toml (as ROTA_CONFIG; flags and ROTA_* win).",
+)
+@click.option(
+    "--ca-file",
+    default=None,
+    metavar="PATH",
+    help="Verify the server's TLS certificate against this CA (as ROTA_CA_FILE).",
+)
 @click.version_option(package_name="rota")
-def main(log_level: str, log_json: bool) -> None:
+def main(log_level: str, log_json: bool, config_path: str | None, ca_file: str | None) -> None:
     """rota: a distributed job scheduler."""
     logs.configure(log_level, log_json)
+    # The flags stand for their variables, set for this process: the App a user's
+    # module builds at import (rota.App() -> Settings.from_env) reads the same file as
+    # the command does, without a second way to hand it over.
+    if config_path is not None:
+        os.environ[CONFIG_VARIABLE] = config_path
+    if ca_file is not None:
+        os.environ["ROTA_CA_FILE"] = ca_file
+    if os.environ.get(CONFIG_VARIABLE):
+        sources()  # a bad file stops every command before it starts, in one line
 
 
 @main.command()
@@ -123,21 +150,20 @@ def main(log_level: str, log_json: bool) -> None:
 @db_option
 @click.option(
     "--concurrency",
-    default=DEFAULT_CONCURRENCY,
-    show_default=True,
+    default=None,
     type=int,
-    help="Runs at once (async handlers mostly wait on I/O; see ADR 0019).",
+    help=f"Runs at once (default {DEFAULT_CONCURRENCY}; async handlers mostly wait on I/O; "
+    "see ADR 0019).",
 )
 @click.option(
     "--loop",
     type=click.Choice(loops.LOOPS),
-    default="auto",
-    show_default=True,
-    help="Event loop; auto is uvloop when installed (pip install 'rota[uvloop]').",
+    default=None,
+    help="Event loop (default auto: uvloop when installed, pip install 'rota[uvloop]').",
 )
 @click.option("--node-id", default=None, help="Unique worker name (default HOST-PID).")
 @click.option("--queues", default=None, help="Comma-separated queues (default: the handlers').")
-@click.option("--tags", default="", help="Comma-separated capabilities, e.g. gpu,region-eu.")
+@click.option("--tags", default=None, help="Comma-separated capabilities, e.g. gpu,region-eu.")
 @click.option(
     "--http",
     "http_address",
@@ -145,34 +171,42 @@ def main(log_level: str, log_json: bool) -> None:
     metavar="HOST:PORT",
     help="Serve /metrics, /health/live and /health/ready here (off by default).",
 )
+@tls_options
 def worker(
     app_target: str,
     app_dir: str,
     db: str | None,
-    concurrency: int,
-    loop: str,
+    concurrency: int | None,
+    loop: str | None,
     node_id: str | None,
     queues: str | None,
-    tags: str,
+    tags: str | None,
     http_address: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_ca: str | None,
 ) -> None:
-    """Run a worker until SIGTERM/SIGINT."""
+    """Run a worker until SIGTERM/SIGINT. Each option may also come from ROTA_* or the
+    configuration file (worker.*, tls.*): `rota config show` says which did."""
+    found = sources()
+    address = option(found, "http", http_address)
     try:
-        http = WorkerHttp.from_env(http_address) if http_address else None
+        tls = server_tls(found, tls_cert, tls_key, tls_ca)
+        http = WorkerHttp.from_env(address, tls) if address else None
     except RotaError as exc:
         _fail(str(exc))
     app = load_app(app_target, app_dir)
     if db:
         app.settings = app.settings.with_overrides(database_url=db)
-    queue_list = _split(queues) if queues else None
+    queue_list = option(found, "queues", _split(queues) if queues else None)
     try:
         app.run_worker(
-            concurrency=concurrency,
-            node_id=node_id,
-            queues=queue_list,
-            tags=_split(tags),
+            concurrency=option(found, "concurrency", concurrency),
+            node_id=option(found, "node_id", node_id),
+            queues=queue_list or None,
+            tags=option(found, "tags", _split(tags) if tags is not None else None),
             http=http,
-            loop=loop,
+            loop=option(found, "loop", loop),
         )
     except StoreUnavailable as exc:
         _fail(str(exc), code=3)
@@ -364,6 +398,7 @@ cli_api.jobs.add_command(cli_backfill.backfill)
 # group under the name operators look for first.
 main.add_command(cli_api.jobs, name="schedules")
 main.add_command(cli_workflows.workflows)
+main.add_command(config_group)
 
 
 @main.group()

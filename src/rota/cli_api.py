@@ -15,6 +15,9 @@ from rich.console import Console
 from rich.table import Table
 
 from rota.cli_app import app_dir_option
+from rota.cli_config import option as setting
+from rota.cli_config import sources
+from rota.cli_tls import server_tls, tls_options
 from rota.client import ApiError, RotaClient, RunNotFinished, ServerUnreachable
 from rota.endpoint import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_URL
 from rota.errors import RotaError
@@ -32,16 +35,27 @@ def api_options(command: F) -> F:
     """--url / ROTA_URL, --token / ROTA_TOKEN and --json on every API command."""
     command = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
     command = click.option(
-        "--token", envvar="ROTA_TOKEN", default=None, help="A token or API key (ROTA_TOKEN)."
+        "--token", default=None, help="A token or API key (ROTA_TOKEN, ROTA_TOKEN_FILE)."
     )(command)
     return click.option(
-        "--url", envvar="ROTA_URL", default=DEFAULT_URL, show_default=True, help="rota server."
+        "--url", default=None, help=f"rota server (ROTA_URL, client.url; default {DEFAULT_URL})."
     )(command)
 
 
 @contextmanager
-def _client(url: str, token: str | None) -> Iterator[RotaClient]:
-    client = RotaClient(url, token)
+def _client(url: str | None, token: str | None, *, anonymous: bool = False) -> Iterator[RotaClient]:
+    """A client on --url/--token, else ROTA_URL/ROTA_TOKEN (or ROTA_TOKEN_FILE), else
+    client.* in the configuration file; the server's certificate is checked against
+    --ca-file / ROTA_CA_FILE / client.ca_file when one is given."""
+    found = sources()
+    try:
+        client = RotaClient(
+            setting(found, "url", url),
+            None if anonymous else setting(found, "token", token),
+            ca_file=setting(found, "ca_file"),
+        )
+    except RotaError as exc:
+        _fail(str(exc), code=2)
     try:
         yield client
     except ServerUnreachable as exc:
@@ -109,7 +123,7 @@ def _planning(job: dict[str, Any]) -> str:
 @jobs.command("list")
 @api_options
 @click.option("--namespace", default=None)
-def jobs_list(url: str, token: str | None, as_json: bool, namespace: str | None) -> None:
+def jobs_list(url: str | None, token: str | None, as_json: bool, namespace: str | None) -> None:
     """Every job you can see."""
     with _client(url, token) as client:
         items = client.list_jobs(namespace)
@@ -120,7 +134,7 @@ def jobs_list(url: str, token: str | None, as_json: bool, namespace: str | None)
 @click.argument("name")
 @api_options
 @click.option("--namespace", default="default", show_default=True)
-def jobs_show(name: str, url: str, token: str | None, as_json: bool, namespace: str) -> None:
+def jobs_show(name: str, url: str | None, token: str | None, as_json: bool, namespace: str) -> None:
     """One job."""
     with _client(url, token) as client:
         job = client.get_job(name, namespace)
@@ -184,7 +198,7 @@ def _job_fields(options: dict[str, Any]) -> dict[str, Any]:
 @job_options
 def jobs_create(
     name: str,
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
     namespace: str,
@@ -209,7 +223,7 @@ def jobs_create(
 @click.option("--namespace", default="default", show_default=True)
 @job_options
 def jobs_update(
-    name: str, url: str, token: str | None, as_json: bool, namespace: str, **options: Any
+    name: str, url: str | None, token: str | None, as_json: bool, namespace: str, **options: Any
 ) -> None:
     """Change some fields of a job."""
     fields = _job_fields(options)
@@ -224,7 +238,9 @@ def jobs_update(
 @click.argument("name")
 @api_options
 @click.option("--namespace", default="default", show_default=True)
-def jobs_delete(name: str, url: str, token: str | None, as_json: bool, namespace: str) -> None:
+def jobs_delete(
+    name: str, url: str | None, token: str | None, as_json: bool, namespace: str
+) -> None:
     """Delete a job (its runs stay)."""
     with _client(url, token) as client:
         client.delete_job(name, namespace)
@@ -232,7 +248,9 @@ def jobs_delete(name: str, url: str, token: str | None, as_json: bool, namespace
 
 
 def _pause_command(paused: bool) -> Callable[..., None]:
-    def command(name: str, url: str, token: str | None, as_json: bool, namespace: str) -> None:
+    def command(
+        name: str, url: str | None, token: str | None, as_json: bool, namespace: str
+    ) -> None:
         with _client(url, token) as client:
             job = client.set_paused(name, paused, namespace)
         if as_json:
@@ -265,7 +283,7 @@ for _verb, _paused in (("pause", True), ("resume", False)):
 @click.option("--wait", type=float, default=None, help="Wait up to N s for the run to end.")
 def jobs_trigger(
     name: str,
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
     namespace: str,
@@ -347,7 +365,7 @@ def _run_rows(page: dict[str, Any]) -> None:
 @runs.command("list")
 @api_options
 @run_filters
-def runs_list(url: str, token: str | None, as_json: bool, **filters: Any) -> None:
+def runs_list(url: str | None, token: str | None, as_json: bool, **filters: Any) -> None:
     """Runs, newest first."""
     filters["state"] = list(filters["state"])
     with _client(url, token) as client:
@@ -358,7 +376,7 @@ def runs_list(url: str, token: str | None, as_json: bool, **filters: Any) -> Non
 @runs.command("show")
 @click.argument("run_id", type=int)
 @api_options
-def runs_show(run_id: int, url: str, token: str | None, as_json: bool) -> None:
+def runs_show(run_id: int, url: str | None, token: str | None, as_json: bool) -> None:
     """One run with its attempts."""
     with _client(url, token) as client:
         detail = client.get_run(run_id)
@@ -391,7 +409,7 @@ def runs_show(run_id: int, url: str, token: str | None, as_json: bool) -> None:
 @runs.command("logs")
 @click.argument("run_id", type=int)
 @api_options
-def runs_logs(run_id: int, url: str, token: str | None, as_json: bool) -> None:
+def runs_logs(run_id: int, url: str | None, token: str | None, as_json: bool) -> None:
     """The lines a run's handler logged."""
     with _client(url, token) as client:
         lines = client.run_logs(run_id)
@@ -407,7 +425,7 @@ def runs_logs(run_id: int, url: str, token: str | None, as_json: bool) -> None:
 @runs.command("cancel")
 @click.argument("run_id", type=int)
 @api_options
-def runs_cancel(run_id: int, url: str, token: str | None, as_json: bool) -> None:
+def runs_cancel(run_id: int, url: str | None, token: str | None, as_json: bool) -> None:
     """Cancel a waiting run, or ask a running one to stop."""
     with _client(url, token) as client:
         run = client.cancel_run(run_id)
@@ -421,7 +439,7 @@ def runs_cancel(run_id: int, url: str, token: str | None, as_json: bool) -> None
 @runs.command("requeue")
 @click.argument("run_id", type=int)
 @api_options
-def runs_requeue(run_id: int, url: str, token: str | None, as_json: bool) -> None:
+def runs_requeue(run_id: int, url: str | None, token: str | None, as_json: bool) -> None:
     """Run a finished run again as a fresh run; prints the new run's id."""
     with _client(url, token) as client:
         new_id = client.requeue_run(run_id)
@@ -437,7 +455,7 @@ def dlq() -> None:
 @dlq.command("list")
 @api_options
 @run_filters
-def dlq_list(url: str, token: str | None, as_json: bool, **filters: Any) -> None:
+def dlq_list(url: str | None, token: str | None, as_json: bool, **filters: Any) -> None:
     """Dead-lettered runs, newest first."""
     filters.pop("state")
     with _client(url, token) as client:
@@ -448,7 +466,7 @@ def dlq_list(url: str, token: str | None, as_json: bool, **filters: Any) -> None
 @dlq.command("replay")
 @click.argument("run_ids", type=int, nargs=-1, required=True)
 @api_options
-def dlq_replay(run_ids: tuple[int, ...], url: str, token: str | None, as_json: bool) -> None:
+def dlq_replay(run_ids: tuple[int, ...], url: str | None, token: str | None, as_json: bool) -> None:
     """Replay dead runs as fresh runs; prints old -> new ids."""
     with _client(url, token) as client:
         results = client.replay_dead(list(run_ids))
@@ -470,7 +488,7 @@ def workers() -> None:
 
 @workers.command("list")
 @api_options
-def workers_list(url: str, token: str | None, as_json: bool) -> None:
+def workers_list(url: str | None, token: str | None, as_json: bool) -> None:
     """Workers with their state and heartbeat age."""
     with _client(url, token) as client:
         items = client.list_workers()
@@ -499,7 +517,7 @@ def workers_list(url: str, token: str | None, as_json: bool) -> None:
 @workers.command("drain")
 @click.argument("node_id")
 @api_options
-def workers_drain(node_id: str, url: str, token: str | None, as_json: bool) -> None:
+def workers_drain(node_id: str, url: str | None, token: str | None, as_json: bool) -> None:
     """Stop a worker claiming; it finishes what it holds."""
     with _client(url, token) as client:
         worker = client.drain_worker(node_id)
@@ -509,7 +527,7 @@ def workers_drain(node_id: str, url: str, token: str | None, as_json: bool) -> N
 @workers.command("resume")
 @click.argument("node_id")
 @api_options
-def workers_resume(node_id: str, url: str, token: str | None, as_json: bool) -> None:
+def workers_resume(node_id: str, url: str | None, token: str | None, as_json: bool) -> None:
     """Let a drained worker claim again."""
     with _client(url, token) as client:
         worker = client.resume_worker(node_id)
@@ -530,7 +548,7 @@ def token() -> None:
 @click.option("--namespace", "namespaces", multiple=True, help="Repeatable; default: all (*).")
 @click.option("--ttl", type=int, default=3600, show_default=True, help="Seconds.")
 def token_create(
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
     subject: str,
@@ -540,7 +558,8 @@ def token_create(
     ttl: int,
 ) -> None:
     """Ask the server for a signed dev token; prints it (use: export ROTA_TOKEN=$(...))."""
-    with _client(url, None) as client:
+    with _client(url, None, anonymous=True) as client:
+        server_url = client.url
         answer = client.dev_token(
             subject=subject,
             role=role or None,
@@ -551,7 +570,7 @@ def token_create(
     access_token = answer.get("access_token") if isinstance(answer, dict) else None
     if not isinstance(access_token, str) or not access_token:
         # `export ROTA_TOKEN=$(rota token create)` must not quietly export nothing.
-        _fail(f"{url} answered without a token (is it a rota server in development mode?)")
+        _fail(f"{server_url} answered without a token (is it a rota server in development mode?)")
     _print_json(answer) if as_json else click.echo(access_token)
 
 
@@ -560,11 +579,13 @@ def token_create(
 @click.option("--app", "app_target", default=None, help="MODULE:ATTRIBUTE of your rota.App.")
 @app_dir_option
 @click.option("--db", envvar="ROTA_DATABASE_URL", default=None, help="Database URL.")
-@click.option("--host", default=DEFAULT_HOST, show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--host", default=None, help=f"Address to listen on (default {DEFAULT_HOST}).")
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=None, help=f"(default {DEFAULT_PORT})"
+)
 @click.option("--no-worker", is_flag=True, help="Serve the API only; work no runs here.")
 @click.option("--no-leader", is_flag=True, help="Never stand for leader on this node.")
-@click.option("--concurrency", type=int, default=8, show_default=True)
+@click.option("--concurrency", type=int, default=None, help="The embedded worker's (default 8).")
 @click.option("--node-id", default=None, help="Unique node name (default HOST-PID).")
 @click.option(
     "--dev",
@@ -572,42 +593,55 @@ def token_create(
     help="Development mode (as ROTA_ENV=development): POST /dev/token, the public "
     "development key if ROTA_JWT_SECRET is unset; loopback addresses only.",
 )
+@tls_options
 def server(
     app_target: str | None,
     app_dir: str,
     db: str | None,
-    host: str,
-    port: int,
+    host: str | None,
+    port: int | None,
     no_worker: bool,
     no_leader: bool,
-    concurrency: int,
+    concurrency: int | None,
     node_id: str | None,
     dev: bool,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_ca: str | None,
 ) -> None:
     """Serve the HTTP API, with an embedded worker and leader. Production unless
-    ROTA_ENV or --dev says otherwise: then ROTA_JWT_SECRET is required."""
+    ROTA_ENV or --dev says otherwise: then ROTA_JWT_SECRET is required. Each option may
+    also come from ROTA_* or the configuration file (server.*, tls.*)."""
     from rota.api.settings import ApiSettings
     from rota.app import App
     from rota.cli_app import load_app
     from rota.errors import StoreUnavailable
     from rota.server import ServerFailed, serve
 
+    found = sources()
     try:
+        tls = server_tls(found, tls_cert, tls_key, tls_ca)
         rota_app = load_app(app_target, app_dir) if app_target else App()
         if db:
             rota_app.settings = rota_app.settings.with_overrides(database_url=db)
         settings = ApiSettings.from_env(
-            embedded_worker=not no_worker,
-            embedded_leader=not no_leader,
+            embedded_worker=False if no_worker else _on_unless_off(found, "server.embedded_worker"),
+            embedded_leader=False if no_leader else _on_unless_off(found, "server.embedded_leader"),
             worker_concurrency=concurrency,
-            node_id=node_id,
+            node_id=setting(found, "node_id", node_id),
             env="development" if dev else None,
         )
-        serve(rota_app, settings, host, port, "info")
+        host_name = setting(found, "host", host)
+        serve(rota_app, settings, host_name, setting(found, "port", port), "info", tls)
     except StoreUnavailable as exc:
         _fail(str(exc), code=3)
     except (RotaError, ServerFailed) as exc:
         _fail(str(exc), code=2)
+
+
+def _on_unless_off(found: Any, key: str) -> bool:
+    """An embedded duty: on, unless ROTA_* or the file turns it off."""
+    return found.value(key) is not False
 
 
 COMMANDS = (jobs, runs, dlq, workers, token, server)

@@ -42,7 +42,7 @@ def _instant(option: str, text: str) -> datetime:
 @click.option("--namespace", default="default", show_default=True)
 def backfill(
     name: str,
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
     start: str,

@@ -40,7 +40,7 @@ def _event_rows(items: list[dict[str, Any]]) -> None:
 @click.option("--namespace", default="default", show_default=True)
 def events_publish(
     name: str,
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
     payload: str | None,
@@ -68,7 +68,7 @@ def events_publish(
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200))
 @click.option("--cursor", default=None, help="next_cursor of a previous page.")
 def events_list(
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
     name: str | None,
@@ -97,7 +97,7 @@ def events_list(
 def events_subscribe(
     event: str,
     job: str | None,
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
     workflow: str | None,
@@ -125,7 +125,7 @@ def events_subscribe(
 def events_unsubscribe(
     event: str,
     job: str | None,
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
     workflow: str | None,
@@ -139,7 +139,7 @@ def events_unsubscribe(
 
 @events.command("subscriptions")
 @api_options
-def events_subscriptions(url: str, token: str | None, as_json: bool) -> None:
+def events_subscriptions(url: str | None, token: str | None, as_json: bool) -> None:
     """Which jobs run on which events."""
     with _client(url, token) as client:
         found = client.list_event_subscriptions()

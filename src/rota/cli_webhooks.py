@@ -47,7 +47,7 @@ def _show_secret(made: dict[str, Any], as_json: bool) -> None:
 
 @webhooks.command("list")
 @api_options
-def webhooks_list(url: str, token: str | None, as_json: bool) -> None:
+def webhooks_list(url: str | None, token: str | None, as_json: bool) -> None:
     """Every subscription you can see (never their secrets)."""
     with _client(url, token) as client:
         items = client.list_webhooks()
@@ -67,7 +67,7 @@ def webhooks_create(
     namespace: str,
     handler: str | None,
     queue: str | None,
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
 ) -> None:
@@ -88,7 +88,7 @@ def webhooks_update(
     target: str | None,
     events: tuple[str, ...],
     enabled: bool | None,
-    url: str,
+    url: str | None,
     token: str | None,
     as_json: bool,
 ) -> None:
@@ -105,7 +105,9 @@ def webhooks_update(
 @webhooks.command("delete")
 @click.argument("subscription_id", type=int)
 @api_options
-def webhooks_delete(subscription_id: int, url: str, token: str | None, as_json: bool) -> None:
+def webhooks_delete(
+    subscription_id: int, url: str | None, token: str | None, as_json: bool
+) -> None:
     """Delete a subscription and its delivery history."""
     with _client(url, token) as client:
         client.delete_webhook(subscription_id)
@@ -115,7 +117,9 @@ def webhooks_delete(subscription_id: int, url: str, token: str | None, as_json: 
 @webhooks.command("rotate-secret")
 @click.argument("subscription_id", type=int)
 @api_options
-def webhooks_rotate(subscription_id: int, url: str, token: str | None, as_json: bool) -> None:
+def webhooks_rotate(
+    subscription_id: int, url: str | None, token: str | None, as_json: bool
+) -> None:
     """A new secret, printed once; the old one keeps signing beside it for 24 hours."""
     with _client(url, token) as client:
         rotated = client.rotate_webhook_secret(subscription_id)
@@ -127,7 +131,7 @@ def webhooks_rotate(subscription_id: int, url: str, token: str | None, as_json: 
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200))
 @api_options
 def webhooks_deliveries(
-    subscription_id: int, limit: int, url: str, token: str | None, as_json: bool
+    subscription_id: int, limit: int, url: str | None, token: str | None, as_json: bool
 ) -> None:
     """A subscription's delivery history, newest first."""
     with _client(url, token) as client:
@@ -156,7 +160,7 @@ def webhooks_deliveries(
 @webhooks.command("redeliver")
 @click.argument("delivery_id", type=int)
 @api_options
-def webhooks_redeliver(delivery_id: int, url: str, token: str | None, as_json: bool) -> None:
+def webhooks_redeliver(delivery_id: int, url: str | None, token: str | None, as_json: bool) -> None:
     """Send a delivery again, under the same webhook-id."""
     with _client(url, token) as client:
         again = client.redeliver(delivery_id)

@@ -48,7 +48,7 @@ def _definition_file(path: Path, namespace: str | None) -> dict[str, Any]:
 @click.option("--namespace", default=None, help="Overrides the file's namespace.")
 @api_options
 def workflows_create(
-    path: Path, namespace: str | None, url: str, token: str | None, as_json: bool
+    path: Path, namespace: str | None, url: str | None, token: str | None, as_json: bool
 ) -> None:
     """Save a workflow definition (checked by the server; a name taken is replaced)."""
     definition = _definition_file(path, namespace)
@@ -63,7 +63,9 @@ def workflows_create(
 @workflows.command("list")
 @api_options
 @click.option("--namespace", default=None, help="Only this namespace.")
-def workflows_list(url: str, token: str | None, as_json: bool, namespace: str | None) -> None:
+def workflows_list(
+    url: str | None, token: str | None, as_json: bool, namespace: str | None
+) -> None:
     """The saved workflow definitions."""
     with _client(url, token) as client:
         found = client.list_workflows(namespace)
@@ -85,7 +87,12 @@ def workflows_list(url: str, token: str | None, as_json: bool, namespace: str | 
 @NAMESPACE
 @api_options
 def workflows_start(
-    name: str, payload: str | None, namespace: str, url: str, token: str | None, as_json: bool
+    name: str,
+    payload: str | None,
+    namespace: str,
+    url: str | None,
+    token: str | None,
+    as_json: bool,
 ) -> None:
     """Start a run of a saved workflow; prints the workflow run's id."""
     value = _json_arg("--payload", payload)
@@ -103,7 +110,12 @@ def workflows_start(
 @click.option("--namespace", default=None, help="Only runs in this namespace.")
 @click.option("--limit", default=50, show_default=True, type=int)
 def workflows_runs(
-    url: str, token: str | None, as_json: bool, name: str | None, namespace: str | None, limit: int
+    url: str | None,
+    token: str | None,
+    as_json: bool,
+    name: str | None,
+    namespace: str | None,
+    limit: int,
 ) -> None:
     """The newest workflow runs."""
     with _client(url, token) as client:
@@ -123,7 +135,7 @@ def workflows_runs(
 @api_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 def workflows_show(
-    target: str, namespace: str, url: str, token: str | None, as_json: bool, fmt: str
+    target: str, namespace: str, url: str | None, token: str | None, as_json: bool, fmt: str
 ) -> None:
     """A workflow run's steps, states and edges (TARGET is a run id: only digits), or a
     saved definition (TARGET is its name; a workflow's name is never only digits)."""
@@ -151,7 +163,9 @@ def workflows_show(
 @workflows.command("cancel")
 @click.argument("workflow_run_id", type=int)
 @api_options
-def workflows_cancel(workflow_run_id: int, url: str, token: str | None, as_json: bool) -> None:
+def workflows_cancel(
+    workflow_run_id: int, url: str | None, token: str | None, as_json: bool
+) -> None:
     """Cancel every unfinished step of a workflow run."""
     with _client(url, token) as client:
         view = client.cancel_workflow_run(workflow_run_id)

@@ -7,10 +7,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
+from rota.config_sources import Sources
 from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
 from rota.errors import InvalidArgument
 from rota.redact import redact_url
+from rota.secret_files import with_secret_files
 from rota.setting_kinds import KINDS, parse_setting
 
 DEFAULT_DATABASE_URL = "sqlite:///rota.db"
@@ -32,8 +35,9 @@ DEFAULTS: dict[str, Any] = {}
 
 def from_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Every ``ROTA_<FIELD>`` variable set in ``environ`` (None: the process's), parsed
-    and checked by its kind (setting_kinds.py): the first bad one is one line naming it."""
-    environ = os.environ if environ is None else environ
+    and checked by its kind (setting_kinds.py): the first bad one is one line naming it.
+    ``ROTA_DATABASE_URL`` may also come from the file ``ROTA_DATABASE_URL_FILE`` names."""
+    environ = with_secret_files(environ)
     values: dict[str, Any] = {}
     for name in ("database_url", *KINDS):
         raw = environ.get(f"ROTA_{name.upper()}")
@@ -55,7 +59,7 @@ def _from_environment(name: str, default: Any) -> Any:
     DEFAULTS[name] = default
 
     def read() -> Any:
-        raw = os.environ.get(f"ROTA_{name.upper()}")
+        raw = with_secret_files(os.environ).get(f"ROTA_{name.upper()}")
         return default if raw is None else _parsed(name, raw)
 
     return field(default_factory=read)
@@ -159,10 +163,36 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """ROTA_DATABASE_URL, ROTA_LEASE_SECONDS, ... (the field name, upper-cased), then
+        """The configuration file ``ROTA_CONFIG`` names (rota.config_file), then
+        ROTA_DATABASE_URL, ROTA_LEASE_SECONDS, ... (the field name, upper-cased), then
         ``overrides`` (None: not given). ``Settings()`` reads the environment the same
-        way; this reads ``environ`` instead when given."""
+        way, but not the file; this reads ``environ`` instead when given."""
         given = {name: value for name, value in overrides.items() if value is not None}
+        sources = Sources.read(environ)
+        from_file = sources.file_fields("settings")
+        from_file.pop("database_password", None)
         # A mapping given stands for the whole environment: the process's is not read.
         base = {} if environ is None else DEFAULTS
-        return cls(**{**base, **from_environment(environ), **given})
+        values = {**base, **from_file, **from_environment(environ), **given}
+        password = sources.value("database.password")
+        if password is not None and "database_url" in values:
+            values["database_url"] = with_password(check_url(values["database_url"]), password)
+        return cls(**values)
+
+
+def with_password(url: str, password: str) -> str:
+    """A PostgreSQL ``url`` with ``password`` spliced in (ROTA_DATABASE_PASSWORD, so the
+    URL can sit in a file and the password in a secret). A URL that holds a password
+    already is refused: which one is meant cannot be guessed."""
+    if url.startswith("sqlite:"):
+        return url
+    parts = urlsplit(url)
+    if parts.password is not None:
+        raise InvalidArgument(
+            "database URL",
+            redact_url(url),
+            "no password in the URL when ROTA_DATABASE_PASSWORD (database.password) gives one",
+        )
+    user, at, host = parts.netloc.rpartition("@")
+    credentials = f"{user}:{quote(password, safe='')}@" if at else f":{quote(password, safe='')}@"
+    return urlunsplit(parts._replace(netloc=credentials + host))

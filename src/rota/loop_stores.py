@@ -9,7 +9,10 @@ there, so there is one implementation of each operation.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import functools
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -78,6 +81,11 @@ class LoopStores:
         with self._lock:
             if self._sync is None:
                 self._sync = _LoopThread()
+                # A script that never closes its App still ends quietly: without this,
+                # the interpreter drops the sync loop with psycopg_pool's worker tasks
+                # pending on it ("Task was destroyed but it is pending!"). A weak
+                # reference, so the hook never keeps a forgotten App alive.
+                _at_interpreter_exit(functools.partial(_close_at_exit, weakref.ref(self)))
             door = self._sync
 
         async def run() -> T:
@@ -102,7 +110,7 @@ class LoopStores:
             await store.close()
 
     def close(self) -> None:
-        """Close the sync loop's store and stop its thread."""
+        """Close the sync loop's store and stop its thread (again: nothing)."""
         if self._sync is not None:
             sync = self._sync
             with self._lock:
@@ -112,6 +120,24 @@ class LoopStores:
                 sync.call(store.close())
             sync.stop()
             self._sync = None
+
+
+def _at_interpreter_exit(hook: Callable[[], None]) -> None:
+    """Run ``hook`` as the interpreter exits, while thread pools still take work.
+
+    ``atexit`` runs too late: by then concurrent.futures has shut its executors, which
+    SQLite's store closes its connection on. ``threading._register_atexit`` (what
+    concurrent.futures itself uses) runs first, hooks registered last first, so ours
+    run before the executors stop. It has no unregister: a hook of an App closed by
+    hand finds nothing left to close."""
+    register = getattr(threading, "_register_atexit", atexit.register)
+    register(hook)
+
+
+def _close_at_exit(stores: weakref.ref[LoopStores]) -> None:
+    alive = stores()
+    if alive is not None:
+        alive.close()
 
 
 def _retrieve_quietly(task: asyncio.Task[Any]) -> None:

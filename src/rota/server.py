@@ -21,6 +21,7 @@ from rota.app import App
 from rota.bootstrap import open_store
 from rota.endpoint import DEFAULT_URL
 from rota.redact import redact_url
+from rota.tls import ServerTls
 
 console = Console(stderr=True)
 
@@ -29,14 +30,21 @@ class ServerFailed(Exception):
     """uvicorn could not start (e.g. the port is taken); it has logged why."""
 
 
-def serve(rota_app: App, settings: ApiSettings, host: str, port: int, log_level: str) -> None:
+def serve(
+    rota_app: App,
+    settings: ApiSettings,
+    host: str,
+    port: int,
+    log_level: str,
+    tls: ServerTls | None = None,
+) -> None:
     """Serve until SIGTERM/SIGINT; the embedded worker hands back unfinished runs."""
     settings.check_startable()
     settings.check_bind(host)
     asyncio.run(_check_database(rota_app))  # one clear error before uvicorn starts
     api = create_api(rota_app, settings)
-    server = _Server(uvicorn_config(api, rota_app, settings, host, port, log_level), api)
-    _banner(rota_app, settings, host, port)
+    server = _Server(uvicorn_config(api, rota_app, settings, host, port, log_level, tls), api)
+    _banner(rota_app, settings, host, port, tls)
     server.run()
     if not server.started:
         raise ServerFailed(f"the server did not start on {host}:{port} (see the log above)")
@@ -57,7 +65,13 @@ class _Server(uvicorn.Server):
 
 
 def uvicorn_config(
-    api: FastAPI, rota_app: App, settings: ApiSettings, host: str, port: int, log_level: str
+    api: FastAPI,
+    rota_app: App,
+    settings: ApiSettings,
+    host: str,
+    port: int,
+    log_level: str,
+    tls: ServerTls | None = None,
 ) -> uvicorn.Config:
     """uvicorn believes X-Forwarded-* only from ROTA_TRUSTED_PROXIES. (Its own default
     trusts them from 127.0.0.1, so anyone on the host, or any proxy that passes the
@@ -73,6 +87,7 @@ def uvicorn_config(
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=list(settings.trusted_proxies) or "",
         timeout_graceful_shutdown=int(rota_app.settings.shutdown_grace_seconds) + 5,
+        **(tls.uvicorn_options() if tls else {}),
     )
 
 
@@ -81,8 +96,10 @@ async def _check_database(rota_app: App) -> None:
     await store.close()
 
 
-def _banner(rota_app: App, settings: ApiSettings, host: str, port: int) -> None:
-    url = f"http://{host}:{port}"
+def _banner(
+    rota_app: App, settings: ApiSettings, host: str, port: int, tls: ServerTls | None
+) -> None:
+    url = f"{'https' if tls else 'http'}://{host}:{port}"
     duties = [
         name
         for name, on in (("worker", settings.embedded_worker), ("leader", settings.embedded_leader))

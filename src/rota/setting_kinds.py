@@ -15,21 +15,30 @@ FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 
 @dataclass(frozen=True)
 class Kind:
-    """A number with a lower bound, a switch or a text."""
+    """A number with bounds, a switch, a text (maybe one of a few words) or a list of
+    texts (comma-separated in a variable)."""
 
     python_type: type
     allowed: str  # how an error message says it
     minimum: float | None = None
     minimum_allowed: bool = True  # >= minimum (else > minimum)
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
 
     def holds(self, value: Any) -> bool:
-        if self.python_type is bool or self.python_type is str:
-            return isinstance(value, self.python_type)
+        if self.python_type is str:
+            return isinstance(value, str) and (not self.choices or value in self.choices)
+        if self.python_type is list:
+            return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        if self.python_type is bool:
+            return isinstance(value, bool)
         numeric = int if self.python_type is int else int | float
         if isinstance(value, bool) or not isinstance(value, numeric):
             return False
         if value != value or value in (float("inf"), float("-inf")):
             return False  # NaN and infinities are no number of seconds
+        if self.maximum is not None and value > self.maximum:
+            return False
         if self.minimum is None:
             return True
         return value >= self.minimum if self.minimum_allowed else value > self.minimum
@@ -45,6 +54,8 @@ class Kind:
             return int(text)
         if self.python_type is float:
             return float(text)
+        if self.python_type is list:
+            return [part.strip() for part in text.split(",") if part.strip()]
         return text
 
     def check(self, name: str, value: Any) -> Any:
@@ -58,6 +69,20 @@ SECONDS_OR_ZERO = Kind(float, "a number of seconds >= 0", minimum=0)
 COUNT = Kind(int, "an integer >= 1", minimum=1)
 SWITCH = Kind(bool, "true or false (also 1/0, yes/no, on/off)")
 TEXT = Kind(str, "a text")
+# Beyond rota.Settings: the API's, the server's, a worker's and the client's settings
+# (rota.config_schema lists them all, grouped as in rota.yaml).
+NUMBER = Kind(float, "a number > 0", minimum=0, minimum_allowed=False)
+BYTES = Kind(int, "an integer >= 1 (bytes)", minimum=1)
+PORT = Kind(int, "a port number 1-65535", minimum=1, maximum=65535)
+LEEWAY = Kind(float, "0-30 seconds", minimum=0, maximum=30)
+TEXTS = Kind(list, "a list of texts (in a variable: comma-separated)")
+PATH = Kind(str, "a file path")
+ENVIRONMENT = Kind(
+    str,
+    "one of development, test, production",
+    choices=("development", "test", "production"),
+)
+LOOP = Kind(str, "one of auto, uvloop, asyncio", choices=("auto", "uvloop", "asyncio"))
 
 
 def parse_setting(variable: str, kind: Kind, text: str) -> Any:

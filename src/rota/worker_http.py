@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import socket
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import structlog
 
+from rota.config_sources import Sources
 from rota.domain.values import whole_number
 from rota.domain.workers import WorkerState
 from rota.endpoint import is_loopback
@@ -32,6 +33,7 @@ from rota.observe.scrape import bearer_matches, check_scrape_token
 from rota.redact import Secret
 from rota.store.port import Store
 from rota.supervise import CANCEL_WAIT_SECONDS, cancel_and_wait, watched
+from rota.tls import ServerTls
 
 log = structlog.get_logger("rota.worker_http")
 MAX_REQUEST_BYTES = 8192
@@ -90,12 +92,16 @@ class WorkerHttp:
     sock: socket.socket
     metrics_token: Secret | None
     loopback: bool
+    tls: ssl.SSLContext | None = None  # set: HTTPS only (rota.tls)
 
     @classmethod
-    def open(cls, address: str, metrics_token: str | None = None) -> WorkerHttp:
+    def open(
+        cls, address: str, metrics_token: str | None = None, tls: ServerTls | None = None
+    ) -> WorkerHttp:
         parsed = HttpAddress.parse(address)
         token = check_scrape_token(metrics_token) if metrics_token else None
-        http = cls(parsed.bind(), token, is_loopback(parsed.host))
+        context = tls.context() if tls else None  # before binding: a bad file binds nothing
+        http = cls(parsed.bind(), token, is_loopback(parsed.host), context)
         if token is None and not http.loopback:
             log.warning(
                 "/metrics is refused on a non-loopback address without ROTA_METRICS_TOKEN; "
@@ -105,8 +111,10 @@ class WorkerHttp:
         return http
 
     @classmethod
-    def from_env(cls, address: str) -> WorkerHttp:
-        return cls.open(address, os.environ.get("ROTA_METRICS_TOKEN") or None)
+    def from_env(cls, address: str, tls: ServerTls | None = None) -> WorkerHttp:
+        """The scrape token from metrics.token in rota.yaml, ROTA_METRICS_TOKEN or the
+        file ROTA_METRICS_TOKEN_FILE names."""
+        return cls.open(address, Sources.read().value("metrics.token") or None, tls)
 
     @property
     def port(self) -> int:
@@ -135,7 +143,7 @@ async def serving(http: WorkerHttp | None, store: Store, node_id: str) -> AsyncI
         yield
         return
     handler = _Handler(http, store, node_id)
-    server = await asyncio.start_server(handler.handle, sock=http.sock)
+    server = await asyncio.start_server(handler.handle, sock=http.sock, ssl=http.tls)
     task = watched(server.serve_forever(), name="rota-worker-http")
     log.info("worker http serving", port=http.port, node_id=node_id)
     try:

@@ -29,8 +29,11 @@ import httpx
 import pytest
 import yaml
 
+from rota.api.settings import ApiSettings
 from rota.cli import main
 from rota.config import Settings
+from rota.config_schema import SECRET_VARIABLES
+from rota.secret_files import FILE_SUFFIX
 from tests.api.test_cli_e2e import server as server
 from tests.helpers import REPO
 
@@ -145,7 +148,14 @@ def test_the_kustomize_base_validates(manifests: list[dict[str, Any]], tmp_path:
     _run(validate, "--strict", str(built))
     _run(validate, "--strict", str(KUSTOMIZE_BASE / "secret.example.yaml"))
     kinds = sorted(doc["kind"] for doc in manifests)
-    assert kinds == ["Deployment", "Deployment", "Job", "PodDisruptionBudget", "Service"]
+    assert kinds == [
+        "ConfigMap",
+        "Deployment",
+        "Deployment",
+        "Job",
+        "PodDisruptionBudget",
+        "Service",
+    ]
 
 
 def _containers(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -218,6 +228,28 @@ def test_compose_names_commands_variables_and_files_that_exist() -> None:
         assert float(services[worker]["stop_grace_period"].removesuffix("s")) > grace
 
 
+@pytest.mark.parametrize("path", ["deploy/config/rota.yaml", "deploy/kubernetes/base/rota.yaml"])
+def test_the_configuration_files_check(path: str) -> None:
+    """What `rota config check` does: keys, kinds, and the rules between settings."""
+    alone = {"ROTA_CONFIG": str(REPO / path)}
+    assert Settings.from_env(alone).auto_migrate is False  # a migrate step applies it
+    assert ApiSettings.from_env(alone).embedded_worker is False
+
+
+def test_no_rota_container_is_handed_a_secret_in_a_variable(
+    manifests: list[dict[str, Any]],
+) -> None:
+    """Secrets are files (ROTA_*_FILE): a variable shows up in `docker inspect`, in
+    /proc/PID/environ and in every child process."""
+    compose = yaml.safe_load((REPO / "compose.yaml").read_text())
+    rota_services = [s for s in compose["services"].values() if s["image"].startswith("rota")]
+    given = [set(service["environment"]) for service in rota_services]
+    given += [{e["name"] for e in c["env"]} for c in _containers(manifests).values()]
+    for names in given:
+        assert not names & set(SECRET_VARIABLES), names
+        assert "ROTA_CONFIG" in names
+
+
 def _check_command(argv: list[str]) -> None:
     """Parse ``argv`` with the real CLI, down to the leaf command (nothing runs)."""
     command: click.Command = main
@@ -233,7 +265,8 @@ def _check_command(argv: list[str]) -> None:
 def _known_variables() -> set[str]:
     source = "\n".join(p.read_text() for p in (REPO / "src" / "rota").rglob("*.py"))
     named = set(re.findall(r"\bROTA_[A-Z_]+\b", source))
-    return named | {f"ROTA_{f.name.upper()}" for f in fields(Settings)}
+    from_files = {variable + FILE_SUFFIX for variable in SECRET_VARIABLES}  # rota.secret_files
+    return named | from_files | {f"ROTA_{f.name.upper()}" for f in fields(Settings)}
 
 
 def _check_variables(names: Any) -> None:

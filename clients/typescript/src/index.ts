@@ -5,6 +5,7 @@
  * the platform's `fetch`.
  */
 import type { components, operations } from "./schema.js";
+import { certificateProblem, fetchTrusting } from "./trust.js";
 
 type Schemas = components["schemas"];
 export type Run = Schemas["RunOut"];
@@ -77,6 +78,11 @@ export class ServerUnreachable extends RotaError {
   override name = "ServerUnreachable";
 }
 
+/** The server's TLS certificate does not verify: another CA, expired, another name. */
+export class CertificateRefused extends ServerUnreachable {
+  override name = "CertificateRefused";
+}
+
 /** `waitFor` gave up: the run had not finished within the timeout. */
 export class RunNotFinished extends RotaError {
   override name = "RunNotFinished";
@@ -112,6 +118,8 @@ export interface ClientOptions {
   retries?: number;
   /** Another fetch (tests, proxies); default the global one. */
   fetch?: typeof fetch;
+  /** Node: the CA (PEM) to verify an https:// server against, instead of the system's. */
+  ca?: string | Uint8Array;
 }
 
 interface Call {
@@ -130,6 +138,7 @@ export class RotaClient {
   private readonly timeoutMs: number;
   private readonly retries: number;
   private readonly fetchFn: typeof fetch;
+  private readonly ca: boolean;
 
   constructor(options: ClientOptions) {
     this.baseUrl = checkBaseUrl(options?.baseUrl);
@@ -140,7 +149,8 @@ export class RotaClient {
       throw new RangeError(`retries=${String(retries)} is not allowed: use an integer from 0 to 10`);
     }
     this.retries = retries;
-    this.fetchFn = options.fetch ?? globalThis.fetch;
+    this.ca = options.ca !== undefined;
+    this.fetchFn = options.fetch ?? (options.ca !== undefined ? fetchTrusting(options.ca) : globalThis.fetch);
   }
 
   // -- jobs -------------------------------------------------------------------------
@@ -492,6 +502,14 @@ export class RotaClient {
           signal: AbortSignal.timeout(this.timeoutMs),
         });
       } catch (error) {
+        const refused = certificateProblem(error);
+        if (refused !== undefined) {
+          const trusted = this.ca ? "the given CA does" : "the system's CAs do";
+          throw new CertificateRefused(
+            `the server at ${this.baseUrl} presented a certificate that ${trusted} not vouch for (${refused}); ` +
+              "give the CA that signed it (the ca option)",
+          );
+        }
         if (attempt + 1 < tries) {
           await sleep(backoffMs(attempt));
           continue;

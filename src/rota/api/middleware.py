@@ -29,9 +29,12 @@ SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
     "Permissions-Policy": "geolocation=(), camera=(), microphone=()",
-    "Strict-Transport-Security": "max-age=63072000; includeSubDomains",
     "Cache-Control": "no-store",
 }
+# Only on a response that went out over TLS (served directly, or https at a trusted
+# proxy, which uvicorn turns into the scope's scheme): over plain HTTP a browser
+# ignores it, and a header promising HTTPS where there is none misleads whoever reads it.
+HSTS = ("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 # The JSON API needs no content at all; the interactive docs page loads its UI bundle.
 API_CSP = "default-src 'none'; frame-ancestors 'none'"
 DOCS_CSP = (
@@ -63,7 +66,7 @@ class EdgeMiddleware:
         state["correlation_id"] = cid
         csp = DOCS_CSP if scope["path"] in ("/docs", "/redoc") else API_CSP
         started = False
-        sending = _with_headers(send, cid, csp)
+        sending = _with_headers(send, cid, csp, over_tls=scope.get("scheme") == "https")
 
         async def tracked(message: Message) -> None:
             nonlocal started
@@ -121,7 +124,7 @@ class EdgeMiddleware:
         await response(scope, receive, send)
 
 
-def _with_headers(send: Send, cid: str, csp: str) -> Send:
+def _with_headers(send: Send, cid: str, csp: str, *, over_tls: bool) -> Send:
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
             headers = MutableHeaders(scope=message)
@@ -129,6 +132,8 @@ def _with_headers(send: Send, cid: str, csp: str) -> Send:
             headers.setdefault("Content-Security-Policy", csp)  # the dashboard sets its own
             for name, value in SECURITY_HEADERS.items():
                 headers.setdefault(name, value)
+            if over_tls:
+                headers.setdefault(*HSTS)
         await send(message)
 
     return sending

@@ -10,11 +10,11 @@ development key is used when none is set, and a warning says so. docs/security.m
 from __future__ import annotations
 
 import ipaddress
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from rota.config_sources import Sources
 from rota.endpoint import is_loopback
 from rota.errors import InvalidArgument, RotaError
 from rota.observe.scrape import check_scrape_token
@@ -192,43 +192,11 @@ class ApiSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ApiSettings:
-        """ROTA_ENV, ROTA_JWT_SECRET, ROTA_JWT_ISSUER, ROTA_JWT_AUDIENCE,
-        ROTA_API_RATE_PER_SECOND, ROTA_API_RATE_BURST, ROTA_API_BODY_LIMIT_BYTES,
-        ROTA_READY_MAX_DUE_WAIT_SECONDS, ROTA_MAX_TOKEN_LIFETIME_SECONDS,
-        ROTA_FAILED_AUTH_BURST, ROTA_FAILED_AUTH_WINDOW_SECONDS, ROTA_TRUSTED_PROXIES
-        (comma-separated)."""
-        environ = os.environ if environ is None else environ
-        names: dict[str, tuple[str, Callable[[str], Any]]] = {
-            "ROTA_ENV": ("env", str),
-            "ROTA_JWT_SECRET": ("signing_key", str),
-            "ROTA_JWT_ISSUER": ("issuer", str),
-            "ROTA_JWT_AUDIENCE": ("audience", str),
-            "ROTA_API_RATE_PER_SECOND": ("rate_per_second", float),
-            "ROTA_API_RATE_BURST": ("rate_burst", int),
-            "ROTA_API_BODY_LIMIT_BYTES": ("body_limit_bytes", int),
-            "ROTA_READY_MAX_DUE_WAIT_SECONDS": ("ready_max_due_wait_seconds", float),
-            "ROTA_MAX_TOKEN_LIFETIME_SECONDS": ("max_token_lifetime_seconds", int),
-            "ROTA_FAILED_AUTH_BURST": ("failed_auth_burst", int),
-            "ROTA_FAILED_AUTH_WINDOW_SECONDS": ("failed_auth_window_seconds", float),
-            "ROTA_TRUSTED_PROXIES": ("trusted_proxies", _comma_list),
-            "ROTA_METRICS_TOKEN": ("metrics_token", check_scrape_token),
-        }
-        values: dict[str, Any] = {}
-        for variable, (name, kind) in names.items():
-            raw = environ.get(variable)
-            if raw is None or raw == "":
-                continue
-            if variable == "ROTA_JWT_SECRET":
-                values[name] = Secret(raw)  # never parsed, never echoed
-                continue
-            try:
-                values[name] = kind(raw)
-            except ValueError:
-                raise InvalidArgument(
-                    variable, raw, f"a {getattr(kind, '__name__', 'value')}"
-                ) from None
+        """Every API setting of rota.config_schema (ROTA_ENV, ROTA_JWT_SECRET or
+        ROTA_JWT_SECRET_FILE, ROTA_API_RATE_PER_SECOND, ROTA_TRUSTED_PROXIES
+        (comma-separated), ...) from ``environ`` (None: the process's), over the
+        configuration file ROTA_CONFIG names, then ``overrides`` (None: not given)."""
+        values = Sources.read(environ).fields("api")
+        if "trusted_proxies" in values:
+            values["trusted_proxies"] = tuple(values["trusted_proxies"])
         return cls(**values).with_overrides(**overrides)
-
-
-def _comma_list(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())

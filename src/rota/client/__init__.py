@@ -4,9 +4,11 @@ through the database (and for the ``rota`` CLI).
 ``RotaClient`` (sync) and ``AsyncRotaClient`` (async) have the same methods, listed once
 each below; every call is implemented once, without I/O, in ``rota.client.calls``.
 Problem responses raise :class:`ApiError` (``status``, ``type``, ``detail``); a server that
-cannot be reached raises :class:`ServerUnreachable`. Reads and idempotent writes are
-retried after a dropped connection or a 502/503/504; enqueue and trigger send an
-``Idempotency-Key`` (made up when not given) so that a retry never starts work twice.
+cannot be reached raises :class:`ServerUnreachable` (:class:`CertificateRefused` when its
+TLS certificate does not verify; ``ca_file=`` names the CA to trust instead of the
+system's). Reads and idempotent writes are retried after a dropped connection or a
+502/503/504; enqueue and trigger send an ``Idempotency-Key`` (made up when not given)
+so that a retry never starts work twice.
 """
 
 from __future__ import annotations
@@ -19,12 +21,20 @@ from rota.client.calls import JsonObject, RunNotFinished
 from rota.client.doors import (
     ApiError,
     AsyncDoor,
+    CertificateRefused,
     ServerUnreachable,
     SyncDoor,
     door_call,
 )
 
-__all__ = ["ApiError", "AsyncRotaClient", "RotaClient", "RunNotFinished", "ServerUnreachable"]
+__all__ = [
+    "ApiError",
+    "AsyncRotaClient",
+    "CertificateRefused",
+    "RotaClient",
+    "RunNotFinished",
+    "ServerUnreachable",
+]
 
 
 class _Calls:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -17,6 +18,7 @@ import httpx
 from rota.client.calls import Call, JsonObject, Pause, Request, check_timeout
 from rota.endpoint import DEFAULT_URL
 from rota.errors import InvalidArgument, RotaError
+from rota.tls import client_context
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -42,6 +44,20 @@ class ServerUnreachable(RotaError):
     pass
 
 
+class CertificateRefused(ServerUnreachable):
+    """The server's TLS certificate does not verify: not trusted, expired, another name."""
+
+
+def _certificate_refusal(exc: BaseException) -> str | None:
+    """The verification failure behind a transport error, if that is what it was."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen.verify_message or seen.reason or "verification failed"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class _Door:
     """What both clients share: checked settings, request building, decoding, the
     retry schedule."""
@@ -55,8 +71,12 @@ class _Door:
         *,
         timeout: float = 10.0,
         retries: int = 2,
+        ca_file: str | None = None,
     ) -> None:
         self.url = _check_url(url)
+        # The server's certificate is verified against ca_file, else the system's CAs.
+        self._verify: ssl.SSLContext | bool = client_context(ca_file) if ca_file else True
+        self.ca_file = ca_file
         self.timeout = check_timeout("timeout", timeout)
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
             raise InvalidArgument("retries", retries, "an integer from 0 to 10")
@@ -75,6 +95,14 @@ class _Door:
         return response.json()
 
     def _unreachable(self, exc: httpx.TransportError) -> ServerUnreachable:
+        refused = _certificate_refusal(exc)
+        if refused is not None:
+            trusted = f"the CA in {self.ca_file}" if self.ca_file else "the system's CAs"
+            return CertificateRefused(
+                f"the server at {self.url} presented a certificate that {trusted} do not "
+                f"vouch for ({refused}); give the CA that signed it (--ca-file, "
+                "ROTA_CA_FILE, client.ca_file)"
+            )
         return ServerUnreachable(f"cannot reach the rota server at {self.url} ({exc})")
 
     def _exchanges(self, call: Call[T]) -> Exchanges[T]:
@@ -143,10 +171,15 @@ class SyncDoor(_Door):
         timeout: float = 10.0,
         retries: int = 2,
         transport: httpx.BaseTransport | None = None,
+        ca_file: str | None = None,
     ) -> None:
-        super().__init__(url, token, timeout=timeout, retries=retries)
+        super().__init__(url, token, timeout=timeout, retries=retries, ca_file=ca_file)
         self._http = httpx.Client(
-            base_url=self.url, headers=self._headers, timeout=self.timeout, transport=transport
+            base_url=self.url,
+            headers=self._headers,
+            timeout=self.timeout,
+            transport=transport,
+            verify=self._verify,
         )
 
     def close(self) -> None:
@@ -190,10 +223,15 @@ class AsyncDoor(_Door):
         timeout: float = 10.0,
         retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
+        ca_file: str | None = None,
     ) -> None:
-        super().__init__(url, token, timeout=timeout, retries=retries)
+        super().__init__(url, token, timeout=timeout, retries=retries, ca_file=ca_file)
         self._http = httpx.AsyncClient(
-            base_url=self.url, headers=self._headers, timeout=self.timeout, transport=transport
+            base_url=self.url,
+            headers=self._headers,
+            timeout=self.timeout,
+            transport=transport,
+            verify=self._verify,
         )
 
     async def aclose(self) -> None:
