@@ -79,10 +79,18 @@ class Pace:
     _since: datetime | None = None  # the first tick of the pass under way
     _lead_then: timedelta = timedelta(0)  # the lead when it began
     _tightest: timedelta | None = None  # the least time to spare of a slot ahead of it
+    _last_end: datetime | None = None  # when the pass's latest tick ended
 
     def begin(self, now: datetime) -> None:
-        if self._since is None:
+        # A pass's ticks follow each other; a gap longer than the horizon means the
+        # ticks stopped (leadership lost, an outage) and the old pass says nothing now.
+        stale = self._last_end is not None and now - self._last_end > self.horizon
+        if self._since is None or stale:
             self._since, self._lead_then, self._tightest = now, self.lead, None
+
+    def abandon(self) -> None:
+        """The tick failed: its pass is not judged (the lead stays as it was)."""
+        self._since = None
 
     def committed(self, runs: list[NewRun], at: datetime) -> None:
         """Runs were committed ``at``; only slots ahead of the pass's start count."""
@@ -93,9 +101,10 @@ class Pace:
                 if self._tightest is None or spare < self._tightest:
                     self._tightest = spare
 
-    def tick_ended(self, pass_ended: bool) -> None:
+    def tick_ended(self, at: datetime, pass_ended: bool) -> None:
         """A shortfall widens the lead at once, by as much as it was short; room to
         spare narrows it by half the surplus, once the whole pass has shown it."""
+        self._last_end = at
         target = self.horizon * TARGET_MARGIN
         tightest = self._tightest
         if tightest is not None and tightest < target:
@@ -132,9 +141,16 @@ class Planner:
 
     async def tick(self, now: datetime, leader_term: int | None = None) -> TickReport:
         """Plan every job due by ``now + horizon + lead``, a batch at a time."""
+        self.pace.begin(now)
+        try:
+            return await self._plan(now, leader_term)
+        except BaseException:
+            self.pace.abandon()
+            raise
+
+    async def _plan(self, now: datetime, leader_term: int | None) -> TickReport:
         started = self._monotonic()
         ahead = self.horizon + self.pace.lead
-        self.pace.begin(now)
         planned: list[NewRun] = []
         jobs = created = skipped = conflicts = set_aside = 0
         for _ in range(MAX_BATCHES):
@@ -165,15 +181,16 @@ class Planner:
                 if advance.job_id in advanced
                 for run in advance.runs
             ]
-            self.pace.committed(batch, now + timedelta(seconds=self._monotonic() - started))
+            committed = now + timedelta(seconds=self._monotonic() - started)
+            self.pace.committed(batch, committed)
             planned += batch
             created += len(batch)
             skipped += sum(n for advance, n in decisions if advance.job_id in advanced)
             if len(due) < DUE_BATCH or not (advanced or failed):
-                self.pace.tick_ended(pass_ended=True)
+                self.pace.tick_ended(committed, pass_ended=True)
                 break
         else:  # the tick's cap was reached with due jobs left: the pass goes on
-            self.pace.tick_ended(pass_ended=False)
+            self.pace.tick_ended(committed, pass_ended=False)
         hooks.slots_planned(planned, now)
         return TickReport(jobs, created, skipped, conflicts, set_aside)
 

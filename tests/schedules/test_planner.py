@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 import rota
 from rota import schedules
-from rota.domain.runs import RunFilter
+from rota.domain.runs import NewRun, RunFilter
 from rota.domain.states import RunState
-from rota.planner import Planner
+from rota.planner import Pace, Planner
 from rota.store.port import ClaimRequest, Store
 from tests.contract.support import peers
 from tests.schedules.conftest import T0, make_job, planner, slot_runs
@@ -266,3 +266,25 @@ async def test_catching_up_on_past_slots_does_not_widen_the_lead(store: Store, c
     await plan.tick(T0 + timedelta(minutes=10, seconds=30))
     assert len(await slot_runs(store, job.id)) == 10
     assert plan.lead == timedelta(0)
+
+
+def test_a_pass_interrupted_by_a_long_gap_or_an_error_is_not_judged() -> None:
+    """A pass left open (the tick's cap reached, then leadership lost or the database
+    gone) must not judge the slots of the catch-up that follows against its old start."""
+    def run_for(slot_at: datetime) -> NewRun:
+        return NewRun(handler="report", payload_json="{}", slot_at=slot_at, run_at=slot_at)
+
+    pace = Pace(timedelta(seconds=10))
+    pace.begin(T0)
+    pace.tick_ended(T0 + timedelta(seconds=1), pass_ended=False)  # cap reached: goes on
+    later = T0 + timedelta(minutes=10)  # the next tick comes after an outage
+    pace.begin(later)
+    pace.committed([run_for(later - timedelta(minutes=5))], later)  # a missed slot
+    pace.tick_ended(later, pass_ended=True)
+    assert pace.lead == timedelta(0)
+    pace.begin(T0)
+    pace.abandon()  # the tick failed
+    pace.begin(later)
+    pace.committed([run_for(later - timedelta(minutes=5))], later)
+    pace.tick_ended(later, pass_ended=True)
+    assert pace.lead == timedelta(0)
