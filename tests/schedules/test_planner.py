@@ -271,6 +271,7 @@ async def test_catching_up_on_past_slots_does_not_widen_the_lead(store: Store, c
 def test_a_pass_interrupted_by_a_long_gap_or_an_error_is_not_judged() -> None:
     """A pass left open (the tick's cap reached, then leadership lost or the database
     gone) must not judge the slots of the catch-up that follows against its old start."""
+
     def run_for(slot_at: datetime) -> NewRun:
         return NewRun(handler="report", payload_json="{}", slot_at=slot_at, run_at=slot_at)
 
