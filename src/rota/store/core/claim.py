@@ -163,7 +163,7 @@ class CoreClaim(CoreBreakers):
         plain_request = replace(request, limit=request.limit - keyed_room)
         both = await asyncio.gather(
             self._claim_plain(plain_request, plain, tags, handlers, now, ask_keyed=False),
-            self._claim_limited(request, queues, tags, gates, keyed_room, now, False),
+            self._claim_limited(request, queues, tags, gates, keyed_room, now, everything=False),
             return_exceptions=True,
         )
         plain_side, keyed_side = both
