@@ -56,6 +56,22 @@ def _normal(value: Any, python_type: type) -> Any:
     return value
 
 
+def _where_and_what(exc: Exception) -> str:
+    """The parser's complaint and its place, never the text around it: PyYAML quotes
+    the offending line, and that line may hold a secret."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "cannot be parsed"
+        return (
+            problem
+            if mark is None
+            else f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+        )
+    if isinstance(exc, yaml.YAMLError):
+        return "cannot be parsed"
+    return str(exc).splitlines()[0]  # tomllib says what and where, not the text
+
+
 def _parse(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -67,8 +83,8 @@ def _parse(path: Path) -> dict[str, Any]:
     try:
         document = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
     except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
-        first_line = str(exc).replace("\n", " ")
-        raise ConfigFileError(f"{path.name} is not valid {_language(path)}: {first_line}") from None
+        reason = _where_and_what(exc)
+        raise ConfigFileError(f"{path.name} is not valid {_language(path)}: {reason}") from None
     if document is None:
         return {}  # an empty file: every setting from elsewhere
     if not isinstance(document, dict):

@@ -96,6 +96,24 @@ def test_a_secret_in_the_file_is_never_echoed(tmp_path: Path) -> None:
     assert "auth.jwt_secret" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("auth:\n  jwt_secret: 'not-for-your-eyes\n  x: [1,\n", "rota.yaml"),
+        ('[auth]\njwt_secret = "not-for-your-eyes\n', "rota.toml"),
+    ],
+)
+def test_a_file_that_does_not_parse_never_echoes_its_text(
+    tmp_path: Path, text: str, name: str
+) -> None:
+    """The parser's error says where, not what the line held: it may be a secret."""
+    with pytest.raises(RotaError) as caught:
+        config_file.load(write(tmp_path, text, name))
+    assert "not-for-your-eyes" not in str(caught.value)
+    assert "is not valid" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
 def test_toml_is_read_alike(tmp_path: Path) -> None:
     path = write(tmp_path, '[worker]\nconcurrency = 3\nqueues = ["a", "b"]\n', "rota.toml")
     assert config_file.load(path) == {"worker.concurrency": 3, "worker.queues": ["a", "b"]}
