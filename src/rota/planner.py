@@ -15,12 +15,12 @@ until the job at fault is alone. Only an unreachable store (StoreUnavailable) en
 tick, since then no job can be planned.
 
 The planner keeps up with its load (issue 25, ADR 0029). A slot's runs should be
-committed well before the slot; when a tick commits one with less than half the
-horizon to spare (many jobs share a slot, or a slow database), the planner looks further
-ahead by the shortfall, its *lead*, so the next pass starts that much earlier. When every
-pass commits every run with room to spare, the lead shrinks back. Only slots still ahead
-when the pass began count: a slot planned after it passed (catch-up after an outage, a
-horizon of 0) says nothing about the planner's pace.
+committed well before the slot; when planning a slot takes the planner so long that
+its run would be committed with less than half the horizon to spare (many jobs share a
+slot, or a slow database), it looks further ahead by the difference, its *lead*, so the
+next pass starts that much earlier. When passes are quick again, the lead shrinks back.
+Only slots still ahead when the pass began count: a slot planned after it passed
+(catch-up after an outage, a horizon of 0) says nothing about the planner's pace.
 """
 
 from __future__ import annotations
@@ -72,13 +72,18 @@ Decision = tuple[JobAdvance, int]  # the advance, and how many slots it skipped
 class Pace:
     """How much further than the horizon the planner looks to keep up with its load (the
     module docstring). Judged per pass: the ticks from one that finds due jobs to one
-    that leaves none behind (a tick plans at most MAX_BATCHES batches)."""
+    that leaves none behind (a tick plans at most MAX_BATCHES batches).
+
+    What is measured is the planner's own delay: from when a slot came into its view
+    (``horizon + lead`` ahead, or the pass's start if it was in view already: a job
+    created or resumed close to its slot) to when its run was committed. To leave half
+    the horizon to spare, the lead must be that delay less half the horizon."""
 
     horizon: timedelta
     lead: timedelta = timedelta(0)
     _since: datetime | None = None  # the first tick of the pass under way
     _lead_then: timedelta = timedelta(0)  # the lead when it began
-    _tightest: timedelta | None = None  # the least time to spare of a slot ahead of it
+    _worst: timedelta | None = None  # the longest delay of the pass so far, if any
     _last_end: datetime | None = None  # when the pass's latest tick ended
 
     def begin(self, now: datetime) -> None:
@@ -86,7 +91,7 @@ class Pace:
         # ticks stopped (leadership lost, an outage) and the old pass says nothing now.
         stale = self._last_end is not None and now - self._last_end > self.horizon
         if self._since is None or stale:
-            self._since, self._lead_then, self._tightest = now, self.lead, None
+            self._since, self._lead_then, self._worst = now, self.lead, None
 
     def abandon(self) -> None:
         """The tick failed: its pass is not judged (the lead stays as it was)."""
@@ -95,30 +100,32 @@ class Pace:
     def committed(self, runs: list[NewRun], at: datetime) -> None:
         """Runs were committed ``at``; only slots ahead of the pass's start count."""
         since = self._since
+        if since is None:
+            return
+        view = self.horizon + self._lead_then
         for run in runs:
-            if since is not None and run.slot_at is not None and run.slot_at > since:
-                spare = run.slot_at - at
-                if self._tightest is None or spare < self._tightest:
-                    self._tightest = spare
+            if run.slot_at is not None and run.slot_at > since:
+                delay = at - max(since, run.slot_at - view)
+                if self._worst is None or delay > self._worst:
+                    self._worst = delay
 
     def tick_ended(self, at: datetime, pass_ended: bool) -> None:
-        """A shortfall widens the lead at once, by as much as it was short; room to
-        spare narrows it by half the surplus, once the whole pass has shown it."""
+        """The lead the pass needs so far: taken at once when it is more than the lead;
+        when the whole pass needed less, the lead comes down by half the difference."""
         self._last_end = at
-        target = self.horizon * TARGET_MARGIN
-        tightest = self._tightest
-        if tightest is not None and tightest < target:
-            wider = min(self._lead_then + (target - tightest), self.horizon * MAX_LEAD_HORIZONS)
-            if wider > self.lead:
-                self.lead = wider
-                log.info(
-                    "planner looks further ahead to keep up", lead_seconds=wider.total_seconds()
-                )
-        if not pass_ended:
+        if pass_ended:
+            self._since = None
+        if self._worst is None:  # nothing ahead was planned: no news of the pace
             return
-        if tightest is not None and tightest > target:
-            self.lead = max(self.lead - (tightest - target) / 2, timedelta(0))
-        self._since = None
+        needed = min(
+            max(self._worst - self.horizon * TARGET_MARGIN, timedelta(0)),
+            self.horizon * MAX_LEAD_HORIZONS,
+        )
+        if needed > self.lead:
+            self.lead = needed
+            log.info("planner looks further ahead to keep up", lead_seconds=needed.total_seconds())
+        elif pass_ended:
+            self.lead -= (self.lead - needed) / 2
 
 
 class Planner:

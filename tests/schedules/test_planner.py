@@ -289,3 +289,26 @@ def test_a_pass_interrupted_by_a_long_gap_or_an_error_is_not_judged() -> None:
     pace.committed([run_for(later - timedelta(minutes=5))], later)
     pace.tick_ended(later, pass_ended=True)
     assert pace.lead == timedelta(0)
+
+
+async def test_a_slot_already_close_when_its_job_appears_does_not_widen_the_lead(
+    store: Store, clock, registry
+) -> None:
+    """A job created (or resumed) 3 s before its slot has its run committed with 3 s to
+    spare, less than half the horizon: the planner was not slow, so the lead stays."""
+    job = await make_job(store, clock, registry, "fresh", cron="*/10 * * * * *")
+    plan = Planner(store, timedelta(seconds=10), SteppedMonotonic())
+    await plan.tick(T0 + timedelta(seconds=7))
+    assert await slot_runs(store, job.id) == [T0 + timedelta(seconds=10)]
+    assert plan.lead == timedelta(0)
+
+
+def test_a_tick_that_plans_nothing_leaves_the_lead_alone() -> None:
+    """Between slots most ticks find no due job: they say nothing of the pace, and
+    must not wear the lead down before the next busy slot."""
+    pace = Pace(timedelta(seconds=10), lead=timedelta(seconds=20))
+    for second in range(30):
+        now = T0 + timedelta(seconds=second)
+        pace.begin(now)
+        pace.tick_ended(now, pass_ended=True)
+    assert pace.lead == timedelta(seconds=20)
