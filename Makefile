@@ -32,7 +32,7 @@ run: install
 
 # Two workers, one SIGKILLed mid-run, and the takeover.
 demo: install
-	$(BIN)/python -m rota.demo
+	$(BIN)/python -m rota.cli.demo
 
 # The dashboard's browser tests drive Debian's chromium (never a downloaded browser).
 CHROMIUM := /usr/bin/chromium
@@ -45,7 +45,7 @@ test: install tools $(CHROMIUM)
 # The committed OpenAPI document (docs/openapi.json) and the TypeScript client's types
 # generated from it; tests fail when either drifts from what the server serves.
 openapi: install
-	$(BIN)/python -m rota.api.document docs/openapi.json
+	$(BIN)/python -m rota.openapi_document docs/openapi.json
 	cd clients/typescript && npm ci --no-audit --no-fund && npm run generate
 
 # promtool (Debian's prometheus package) checks deploy/prometheus/rota-rules.yml in
@@ -65,6 +65,7 @@ lint: install
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache   # the layers in pyproject.toml ([tool.importlinter])
 	$(BIN)/bandit -q -r src -ll   # fails on any medium or high finding
 
 format: install

@@ -1,6 +1,6 @@
 """(g) Issue 4: N jobs with cron ``* * * * *`` on PostgreSQL, planned by the leader.
 
-Setup (not measured): a fresh database, N cron jobs saved through rota.schedules (in
+Setup (not measured): a fresh database, N cron jobs saved through rota.services.schedules (in
 parallel over a small pool). Then 2 worker processes run ``App.work`` with a no-op
 handler; one becomes leader and runs the planner (Settings defaults: a tick every
 second, its default horizon). The bench waits across ``cfg.cron_slots`` minute boundaries and
@@ -69,7 +69,7 @@ DONE_SQL = "SELECT count(*) FROM rota_runs WHERE slot_at = %s AND state = 'succe
 
 async def create_jobs(url: str, count: int) -> float:
     """Save ``count`` cron jobs named cron-00000...; returns the seconds it took."""
-    from rota import schedules
+    from rota.services import schedules
 
     app = rota_runner.make_app(url, pool_size=8)
     try:

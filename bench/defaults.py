@@ -5,7 +5,7 @@ are fast"). Four configurations drain the same pre-enqueued no-op runs, each in 
 database, the order rotating between repeats so neither system always goes first:
 
 - rota as shipped: ``App.work`` with ``app.worker_options()`` untouched and the event
-  loop ``rota worker`` picks (rota.loops: uvloop when installed), Settings defaults,
+  loop ``rota worker`` picks (rota.engine.loops: uvloop when installed), Settings defaults,
   logging at ``rota worker``'s default level, info (bench.procs.quiet_logging: what
   passes the level is built and dropped, not printed; every bench worker does this);
 - rota best tuned: concurrency 200 per process on uvloop (the bench sweep's usual pick);
@@ -42,7 +42,7 @@ def configurations() -> list[System]:
     from bench import rota_runner
     from bench.peers import pgqueuer
     from bench.systems import PGQUEUER, RotaWorkerSettings, System, rota_system
-    from rota.loops import resolve
+    from rota.engine.loops import resolve
 
     def shipped_kwargs(url: str, index: int) -> dict[str, object]:
         return {"url": url, "concurrency": None, "node_id": f"bench-w{index}"}

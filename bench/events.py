@@ -30,7 +30,6 @@ from typing import cast
 
 import psycopg
 
-from rota import backfill
 from rota.bootstrap import open_store
 from rota.clock import SystemClock
 from rota.config import Settings
@@ -38,6 +37,7 @@ from rota.domain.backfill import BackfillRequest
 from rota.domain.events import NewEvent
 from rota.domain.jobs import JobSpec, TriggerKind
 from rota.domain.runs import NewRun
+from rota.services import backfill
 from rota.store.event_port import EventStore
 from rota.store.port import Store
 

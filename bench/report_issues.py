@@ -193,7 +193,8 @@ def cron_lines(results: Results) -> list[str]:
         return ["(not measured in this run)"]
     lines = [
         f"{cron['variant']}: {cron['schedules']:,} jobs with cron `* * * * *`, saved through "
-        f"`rota.schedules.save_job` in {cron['create_s']:g} s (setup, not measured); 2 worker "
+        f"`rota.services.schedules.save_job` in {cron['create_s']:g} s (setup, not measured); "
+        "2 worker "
         "processes with the no-op handler, planner at Settings defaults (tick 1 s, horizon "
         f"{cron.get('horizon_s', 5):g} s). Times are relative to the slot (negative: before "
         "it), from the database clock "

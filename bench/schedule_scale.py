@@ -4,7 +4,7 @@ are all committed before the slot (PostgreSQL).
 Alone: ``python -m bench.schedule_scale [--schedules 100000] [--slots 3]``. On a fresh
 PostgreSQL database:
 
-- N jobs ``* * * * *`` (one saved through rota.schedules, the others copied from it in
+- N jobs ``* * * * *`` (one saved through rota.services.schedules, the others copied from it in
   SQL: making 100,000 one call at a time is not what is measured);
 - the leader's planner (its defaults: a tick every second on the half-second grid, 15 s
   ahead plus the lead it learns, 500 jobs a batch, 100 batches a tick) ticks on its
@@ -32,8 +32,8 @@ import psycopg
 
 import rota
 from bench import pg
-from rota import schedules
-from rota.planner import Planner
+from rota.engine.planner import Planner
+from rota.services import schedules
 
 TEMPLATE = "cron-template"
 COPY_SQL = """

@@ -35,7 +35,7 @@ from typing import Any
 
 import rota
 from bench import pg
-from rota import schedules
+from rota.services import schedules
 
 POLICIES = ("allow", "skip", "buffer_one")
 CRON = "*/2 * * * * *"

@@ -37,10 +37,10 @@ from rota.domain.access import ROLE_SCOPES, Principal, Role
 from rota.domain.runs import NewRun, Outcome
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.webhooks import EventType, SubscriptionSpec
+from rota.engine.webhook_delivery import Deliverer
+from rota.services.webhooks import Webhooks
 from rota.store.port import ClaimRequest, Store
 from rota.store.sql_store import SqlStore
-from rota.webhook_delivery import Deliverer
-from rota.webhook_service import Webhooks
 
 ADMIN = Principal("bench", "jwt", ROLE_SCOPES[Role.ADMIN], None)
 BATCH = 100

@@ -61,6 +61,15 @@ class FaultyStore:
     def heal(self, method: str) -> None:
         self._faults.pop(method, None)
 
+    # The store's other ports are the store itself, so their methods take faults too.
+    @property
+    def webhooks(self) -> FaultyStore:
+        return self
+
+    @property
+    def events(self) -> FaultyStore:
+        return self
+
     def __getattr__(self, name: str) -> Any:
         self.calls[name] = self.calls.get(name, 0) + 1
         fault = self._faults.get(name)

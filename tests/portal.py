@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI
 
 import rota
-from rota.api.app import create_api
+from rota.asgi import create_api
 from tests.api.conftest import api_settings, make_rota_app, serving
 
 

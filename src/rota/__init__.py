@@ -30,7 +30,7 @@ from rota.errors import (
     StoreUnavailable,
     UnknownHandler,
 )
-from rota.services import RunRequest
+from rota.services.runs import RunRequest
 from rota.workflow import Workflow
 
 __all__ = [

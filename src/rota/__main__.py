@@ -1,3 +1,3 @@
-from rota.cli import main
+from rota.cli.main import main
 
 main()

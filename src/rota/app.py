@@ -1,13 +1,13 @@
 """The library API: ``rota.App``.
 
 The core is async. The plain (sync) methods are thin doors into it: they run the same
-coroutine on a private event loop thread (rota.loop_stores), so there is one
+coroutine on a private event loop thread (rota.engine.loop_stores), so there is one
 implementation of each operation, usable from scripts, web views and notebooks alike.
 
 ``App`` holds the library's surface and little else: handlers live in a
-:class:`~rota.handlers.Registry`, stores in :class:`~rota.loop_stores.LoopStores`
-(one per event loop), the use cases in rota.services (runs, workers, limits) and
-rota.schedules (jobs), and a working node is assembled by rota.node.
+:class:`~rota.handlers.Registry`, stores in :class:`~rota.engine.loop_stores.LoopStores`
+(one per event loop), the use cases in rota.services.runs (runs, workers, limits) and
+rota.services.schedules (jobs), and a working node is assembled by rota.engine.node.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from rota import bulk, events, flows, logs, loops, schedules, services, workflow_schedules
+from rota import logs
 from rota.bootstrap import caller_connection_enqueue, caller_connection_publish
 from rota.caller_connections import async_driver_connection, driver_connection
 from rota.clock import Clock, SystemClock
@@ -36,15 +36,21 @@ from rota.domain.runs import NewRun, Run
 from rota.domain.workers import WorkerInfo
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
+from rota.engine import loops
+from rota.engine.loop_stores import LoopStores
+from rota.engine.node import Node, NodeRoles
+from rota.engine.worker import DEFAULT_CONCURRENCY, Worker, WorkerOptions
+from rota.engine.worker_http import WorkerHttp, serving
 from rota.errors import InvalidArgument, UnsupportedFeature
 from rota.handlers import HandlerFn, Registry, make_spec
-from rota.loop_stores import LoopStores
-from rota.node import Node, NodeRoles
-from rota.services import RunDetail, RunRequest
+from rota.services import bulk, events, schedules, workflow_schedules
+from rota.services import cluster as cluster_service
+from rota.services import controls as control_service
+from rota.services import runs as run_service
+from rota.services import workflows as workflow_service
+from rota.services.runs import RunDetail, RunRequest
 from rota.store.optional import CallerConnectionEnqueue, CallerConnectionPublish
 from rota.store.port import LeaderInfo, Store
-from rota.worker import DEFAULT_CONCURRENCY, Worker, WorkerOptions
-from rota.worker_http import WorkerHttp, serving
 from rota.workflow import Workflow
 
 log = structlog.get_logger("rota.app")
@@ -72,7 +78,7 @@ class App:
         self.registry = Registry()
         # One store per event loop (a psycopg pool belongs to its loop), and the sync door.
         self._stores = LoopStores(lambda: self.settings)
-        # Every App's workers can run a workflow schedule's runs (rota.workflow_schedules).
+        # Every App's workers can run a workflow schedule's runs (rota.services.workflow_schedules).
         self.registry.register(workflow_schedules.starter_spec(self._start_scheduled_workflow))
 
     # -- handlers -----------------------------------------------------------
@@ -174,7 +180,7 @@ class App:
             rate_key,
             breaker_key,
         )
-        run = services.new_run(self.registry, request, self.clock.now())
+        run = run_service.new_run(self.registry, request, self.clock.now())
         if connection is not None:
             return self._enqueue_on_connection(connection, run)
         return self._stores.call(lambda: self._enqueue_async([run]))[0]
@@ -182,7 +188,7 @@ class App:
     async def enqueue_async(self, handler: str, payload: Any = None, **options: Any) -> int:
         """The same as :meth:`enqueue`, from async code (``connection`` may be async)."""
         connection = options.pop("connection", None)
-        run = services.new_run(
+        run = run_service.new_run(
             self.registry, RunRequest(handler, payload, **options), self.clock.now()
         )
         if connection is not None:
@@ -206,7 +212,7 @@ class App:
         return await self._enqueue_async(runs)
 
     async def _enqueue_async(self, runs: list[NewRun]) -> list[int]:
-        return await services.enqueue(await self.store(), self.clock, runs)
+        return await run_service.enqueue(await self.store(), self.clock, runs)
 
     def _enqueue_on_connection(self, connection: Any, run: NewRun) -> int:
         port = self._caller_enqueue()
@@ -221,22 +227,22 @@ class App:
 
     # -- reading and steering -----------------------------------------------
     def get_run(self, run_id: int) -> Run:
-        return self._stores.use(services.get_run, run_id)
+        return self._stores.use(run_service.get_run, run_id)
 
     def run_detail(self, run_id: int) -> RunDetail:
-        return self._stores.use(services.run_detail, run_id)
+        return self._stores.use(run_service.run_detail, run_id)
 
     def list_runs(self, **filters: Any) -> list[Run]:
-        return self._stores.use(services.list_runs, **filters)
+        return self._stores.use(run_service.list_runs, **filters)
 
     def cancel(self, run_id: int) -> Run:
-        return self._stores.use(services.cancel, self.clock, run_id)
+        return self._stores.use(run_service.cancel, self.clock, run_id)
 
     def replay(self, run_id: int) -> int:
         """Re-run a finished run as a fresh run linked to it; returns the new id."""
-        return self._stores.use(services.replay, self.clock, run_id)
+        return self._stores.use(run_service.replay, self.clock, run_id)
 
-    # -- workflows (rota.flows) ------------------------------------------------
+    # -- workflows (rota.services.workflows) ------------------------------------------------
     def workflow(
         self,
         flow: Workflow | WorkflowDefinition,
@@ -292,11 +298,11 @@ class App:
 
     def get_workflow(self, name: str, namespace: str = "default") -> StoredWorkflow:
         """A saved workflow definition (WorkflowNotFound if there is none)."""
-        return self._stores.use(flows.get, namespace, name)
+        return self._stores.use(workflow_service.get, namespace, name)
 
     def list_workflows(self, namespace: str | None = None) -> list[StoredWorkflow]:
         """The saved workflow definitions (in one namespace, if given)."""
-        return self._stores.use(flows.definitions, namespace)
+        return self._stores.use(workflow_service.definitions, namespace)
 
     def start_workflow(self, name: str, payload: Any = None, *, namespace: str = "default") -> int:
         """Start a run of a saved workflow; returns the workflow run's id."""
@@ -308,17 +314,19 @@ class App:
         self, name: str, payload: Any = None, *, namespace: str = "default"
     ) -> int:
         store = await self.store()
-        return await flows.start(store, self.clock, self.registry, name, payload, namespace)
+        return await workflow_service.start(
+            store, self.clock, self.registry, name, payload, namespace
+        )
 
     def cancel_workflow(self, workflow_run_id: int) -> WorkflowRunView:
         """Cancel every unfinished step of a workflow run (running ones are asked to stop)."""
-        return self._stores.use(flows.cancel, self.clock, workflow_run_id)
+        return self._stores.use(workflow_service.cancel, self.clock, workflow_run_id)
 
     def workflow_run(self, workflow_run_id: int) -> WorkflowRunView:
         """A workflow run: its derived state, duration, steps and graph."""
-        return self._stores.use(flows.show, workflow_run_id)
+        return self._stores.use(workflow_service.show, workflow_run_id)
 
-    # -- events (rota.events) ---------------------------------------------------
+    # -- events (rota.services.events) ---------------------------------------------------
     def publish(
         self,
         name: str,
@@ -363,8 +371,9 @@ class App:
         return await events.publish(await self.store(), self.clock, event, starts)
 
     def workflow_starts(self) -> WorkflowStarts:
-        """The step runs of a saved workflow, from this App's handlers (rota.flows.starting)."""
-        return flows.starting(self.registry)
+        """The step runs of a saved workflow, from this App's handlers
+        (rota.services.workflows.starting)."""
+        return workflow_service.starting(self.registry)
 
     def _caller_publish(self) -> CallerConnectionPublish:
         port = caller_connection_publish(self.settings)
@@ -451,7 +460,7 @@ class App:
     def update_schedule(self, name: str, namespace: str = "default", **changes: Any) -> Job:
         """Change some fields of a job's spec (e.g. ``cron=``; ``paused`` is separate):
         the same merge as the API's ``PATCH /jobs/{name}`` (see
-        :func:`rota.schedules.merge_job_changes`)."""
+        :func:`rota.services.schedules.merge_job_changes`)."""
         return self._stores.use(schedules.update_job, self.clock, namespace, name, **changes)
 
     def pause_schedule(self, name: str, namespace: str = "default") -> Job:
@@ -487,48 +496,48 @@ class App:
     def set_limit(self, scope: str, name: str, max_running: int) -> Limit:
         """A cluster-wide cap on running runs: scope ``"global"`` (name ``"*"``),
         ``"queue"`` or ``"handler"``."""
-        return self._stores.use(services.set_limit, scope, name, max_running)
+        return self._stores.use(control_service.set_limit, scope, name, max_running)
 
     def clear_limit(self, scope: str, name: str) -> None:
-        self._stores.use(services.clear_limit, scope, name)
+        self._stores.use(control_service.clear_limit, scope, name)
 
     def list_limits(self) -> list[Limit]:
-        return self._stores.use(services.list_limits)
+        return self._stores.use(control_service.list_limits)
 
     def set_rate(self, scope: str, name: str, rate: str) -> RateLimit:
         """A cluster-wide cap on starts, e.g. ``"100/minute"``, of a ``"queue"`` or
         ``"handler"`` (per rate_key); replaces a handler's declared rate until a worker
         starts with the declaration again."""
-        return self._stores.use(services.set_rate, scope, name, rate)
+        return self._stores.use(control_service.set_rate, scope, name, rate)
 
     def clear_rate(self, scope: str, name: str) -> None:
-        self._stores.use(services.clear_rate, scope, name)
+        self._stores.use(control_service.clear_rate, scope, name)
 
     def list_rates(self) -> list[RateLimit]:
-        return self._stores.use(services.list_rates)
+        return self._stores.use(control_service.list_rates)
 
     def list_breakers(self) -> list[BreakerRow]:
         """Every circuit breaker that has seen an outcome: state, streak, cause and the
         current failure-rate window's outcomes."""
-        return self._stores.use(services.list_breakers, self.clock)
+        return self._stores.use(control_service.list_breakers, self.clock)
 
     def reset_breaker(self, handler: str, key: str = "") -> BreakerRow:
         """Close a breaker now (recorded as a transition with that cause)."""
-        return self._stores.use(services.reset_breaker, self.clock, handler, key)
+        return self._stores.use(control_service.reset_breaker, self.clock, handler, key)
 
     def list_workers(self) -> list[WorkerInfo]:
-        return self._stores.use(services.list_workers)
+        return self._stores.use(cluster_service.list_workers)
 
     def drain_worker(self, node_id: str) -> None:
         """The worker stops claiming and finishes what it holds."""
-        self._stores.use(services.drain_worker, self.clock, node_id)
+        self._stores.use(cluster_service.drain_worker, self.clock, node_id)
 
     def resume_worker(self, node_id: str) -> None:
-        self._stores.use(services.resume_worker, self.clock, node_id)
+        self._stores.use(cluster_service.resume_worker, self.clock, node_id)
 
     def leader(self) -> LeaderInfo | None:
         """Who leads the cluster now (holder, term, since when, until when)."""
-        return self._stores.use(services.leader)
+        return self._stores.use(cluster_service.leader)
 
     # -- working ------------------------------------------------------------
     def run_worker(
@@ -542,7 +551,7 @@ class App:
     ) -> None:
         """Work until SIGTERM or SIGINT, then shut down gracefully. Blocking. ``http``:
         serve /metrics and health probes beside the worker (``rota worker --http``).
-        ``loop``: auto (uvloop when installed), uvloop or asyncio (rota.loops)."""
+        ``loop``: auto (uvloop when installed), uvloop or asyncio (rota.engine.loops)."""
         options = self.worker_options(concurrency, node_id, queues, tags)
 
         async def main() -> None:
@@ -587,7 +596,7 @@ class App:
         return node.worker
 
     async def node(self, roles: NodeRoles) -> Node:
-        """A node with ``roles`` (rota.node) on this App's handlers, settings, clock and
+        """A node with ``roles`` (rota.engine.node) on this App's handlers, settings, clock and
         the running loop's store; ``await node.run(stop)`` runs it."""
         return Node(await self.store(), self.registry, self.settings, self.clock, roles)
 

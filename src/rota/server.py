@@ -15,9 +15,9 @@ from fastapi import FastAPI
 from rich.console import Console
 
 from rota import dashboard
-from rota.api.app import create_api
 from rota.api.settings import ApiSettings
 from rota.app import App
+from rota.asgi import create_api
 from rota.bootstrap import open_store
 from rota.endpoint import DEFAULT_URL
 from rota.redact import redact_url

@@ -13,9 +13,9 @@ from fastapi import FastAPI
 from pydantic import BaseModel
 
 import rota
-from rota.api.app import create_api
 from rota.api.auth import mint_token
 from rota.api.settings import ApiSettings
+from rota.asgi import create_api
 
 SIGNING_KEY = "test-signing-key-0123456789abcdef-0123456789"
 ADMIN = ("jobs:read", "jobs:trigger", "jobs:manage", "jobs:admin")

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 
 import rota
-from rota.api.app import create_api
 from rota.api.audit import MAX_DETAIL
+from rota.asgi import create_api
 from rota.clock import FakeClock
 from tests.apps.fragile_app import Note
 

@@ -12,8 +12,8 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 import rota
-from rota.api.app import api_routes as all_routes
-from rota.api.app import route_guard, route_scope
+from rota.asgi import api_routes as all_routes
+from rota.asgi import route_guard, route_scope
 from rota.domain.access import ROLE_SCOPES, Role, Scope
 
 from .conftest import Token

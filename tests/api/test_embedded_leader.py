@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 import rota
-from rota.api.app import create_api
+from rota.asgi import create_api
 from tests.api.conftest import api_settings, serving
 from tests.helpers import eventually
 

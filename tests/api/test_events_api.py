@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 import rota
-from rota import events
 from rota.domain.events import MAX_EVENT_PAYLOAD_BYTES
 from rota.domain.workflows import WorkflowInvalid
+from rota.services import events
 
 from .conftest import ADMIN, Token
 
@@ -172,7 +172,7 @@ async def test_a_workflow_payload_is_never_checked_inside_the_publish(
     rota_app: rota.App, client: httpx.AsyncClient, admin: dict[str, str]
 ) -> None:
     """Issue 31: the publish checks subscribed workflows' payloads before its
-    transaction (rota.events.checked_starts). A start that reaches the transaction
+    transaction (rota.services.events.checked_starts). A start that reaches the transaction
     unchecked (the workflow was saved in between) fails whole, nothing written."""
     template = {
         "name": "on-order",

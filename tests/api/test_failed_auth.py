@@ -16,9 +16,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from rota.api.app import create_api
 from rota.api.auth import mint_token
 from rota.api.ratelimit import FailureBudget
+from rota.asgi import create_api
 from rota.clock import FakeClock
 
 from ..helpers import stop_gracefully

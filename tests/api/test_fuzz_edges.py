@@ -31,9 +31,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rota
-from rota.api.app import create_api
 from rota.api.auth import mint_token
-from rota.planner import Planner
+from rota.asgi import create_api
+from rota.engine.planner import Planner
 from tests.portal import Portal, served_in_portal
 
 from .conftest import ADMIN, api_settings, make_rota_app

@@ -13,7 +13,7 @@ import jwt
 import pytest
 
 import rota
-from rota.api.app import create_api
+from rota.asgi import create_api
 
 from .conftest import SIGNING_KEY, api_settings, serving
 

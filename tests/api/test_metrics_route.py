@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 import rota
-from rota.api.app import create_api
+from rota.asgi import create_api
 from rota.domain.breakers import BreakerRow, BreakerState
 from rota.domain.runs import NewRun
 from rota.errors import InvalidArgument

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rota.api.document import DEFAULT_PATH, document, main, render
+from rota.openapi_document import DEFAULT_PATH, document, main, render
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / DEFAULT_PATH

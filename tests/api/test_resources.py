@@ -11,7 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 import rota
-from rota.api.app import create_api
+from rota.asgi import create_api
 from rota.domain.states import RunState
 from tests.engine.conftest import working
 from tests.waiting import wait_for_state

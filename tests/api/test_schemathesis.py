@@ -12,8 +12,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from rota.api.app import create_api
 from rota.api.auth import mint_token
+from rota.asgi import create_api
 
 from .conftest import ADMIN, api_settings, make_rota_app
 

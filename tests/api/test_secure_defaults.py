@@ -8,8 +8,8 @@ import pytest
 import structlog
 
 import rota
-from rota.api.app import create_api
 from rota.api.settings import DEV_SIGNING_KEY, ApiSettings, InsecureConfiguration
+from rota.asgi import create_api
 from rota.redact import Secret
 
 from .conftest import SIGNING_KEY, api_settings

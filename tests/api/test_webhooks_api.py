@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import rota
-from rota.api.app import create_api
+from rota.asgi import create_api
 from tests.webhooks.support import finish_runs
 
 from .conftest import Token, api_settings, serving

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from rota import config_file
 from rota.api.settings import ApiSettings
 from rota.config import Settings
-from rota.config_schema import ENTRIES, for_target
-from rota.config_sources import Sources
+from rota.config import file as config_file
+from rota.config.kinds import KINDS
+from rota.config.schema import ENTRIES, for_target
+from rota.config.sources import Sources
 from rota.errors import InvalidArgument, RotaError
-from rota.setting_kinds import KINDS
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -139,10 +139,10 @@ def test_origins(tmp_path: Path) -> None:
 
 
 def test_the_documented_table_is_current() -> None:
-    from rota import config_doc
+    from rota.cli import config_doc
     from tests.helpers import REPO
 
     documented = (REPO / "docs" / "configuration.md").read_text()
     assert config_doc.rewrite(documented) == documented, (
-        "docs/configuration.md is stale: python -m rota.config_doc docs/configuration.md"
+        "docs/configuration.md is stale: python -m rota.cli.config_doc docs/configuration.md"
     )

@@ -10,10 +10,10 @@ import pytest
 
 from rota.api.settings import ApiSettings
 from rota.config import Settings
-from rota.config_sources import Sources
+from rota.config.secret_files import with_secret_files
+from rota.config.sources import Sources
 from rota.errors import RotaError
 from rota.redact import Secret
-from rota.secret_files import with_secret_files
 
 pytestmark = pytest.mark.timeout(30)
 KEY = "s3cret-signing-key-abcdefghijklmnopqrstuvwxyz-0123"

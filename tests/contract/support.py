@@ -69,7 +69,7 @@ def lease_of(claimed: ClaimedRun) -> Lease:
 
 
 def is_step(claimed: ClaimedRun | Lease) -> bool:
-    """As a worker says it (rota.execution.outcome_of): every workflow step carries its
+    """As a worker says it (rota.engine.execution.outcome_of): every workflow step carries its
     step input, and its outcome must release the steps waiting on it."""
     return isinstance(claimed, ClaimedRun) and claimed.step_input is not None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, cast
+from typing import Any
 
 from rota.domain.events import NewEvent, event_key
 from rota.domain.jobs import Job, JobSpec
@@ -22,7 +22,7 @@ async def all_runs(store: Store) -> list[Run]:
 
 
 def events(store: Store) -> EventStore:
-    return cast(EventStore, store)
+    return store.events
 
 
 def order(event_id: str, payload: Any, name: str = "order.created") -> NewEvent:

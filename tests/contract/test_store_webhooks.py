@@ -11,13 +11,13 @@ import pytest
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.webhooks import (
     EVENT_OF_RUN_STATE,
+    DeliveryResult,
     DeliveryState,
     EventType,
     SubscriptionNotFound,
     SubscriptionSpec,
     new_secret,
 )
-from rota.store.core.webhooks import DeliveryResult
 from rota.store.port import Store
 from rota.store.sql_store import SqlStore
 from rota.store.webhook_port import WebhookStore

@@ -7,7 +7,7 @@ import asyncio
 from click.testing import CliRunner, Result
 
 from rota.bootstrap import open_store
-from rota.cli import main
+from rota.cli.main import main
 from rota.config import Settings
 from rota.domain.breakers import Breaker
 from rota.domain.runs import NewRun, Outcome

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner, Result
 
-from rota.cli import main
+from rota.cli.main import main
 
 
 def _rota(db_url: str, *args: str) -> Result:

@@ -13,8 +13,8 @@ import pytest
 from fastapi import FastAPI
 
 import rota
-from rota.api.app import create_api
 from rota.api.auth import mint_token
+from rota.asgi import create_api
 from tests.api.conftest import ADMIN, api_settings, make_rota_app, serving
 
 VIEWER = ("jobs:read",)

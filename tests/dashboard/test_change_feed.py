@@ -15,7 +15,7 @@ import httpx
 import uvicorn
 
 import rota
-from rota.api.app import create_api
+from rota.asgi import create_api
 from rota.dashboard import context_of
 from rota.dashboard.sessions import COOKIE, encode, new_session, session_key
 from rota.domain.access import Principal, Scope

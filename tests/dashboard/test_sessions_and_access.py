@@ -7,7 +7,7 @@ import time
 
 import httpx
 
-from rota.api.app import create_api
+from rota.asgi import create_api
 from rota.dashboard.sessions import COOKIE, Session, encode, new_session, session_key
 from rota.domain.access import Principal, Scope
 from tests.api.conftest import ADMIN, SIGNING_KEY, api_settings, make_rota_app, serving

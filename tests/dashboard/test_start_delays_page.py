@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import rota
-from rota import schedules
-from rota.planner import Planner
+from rota.engine.planner import Planner
+from rota.services import schedules
 from rota.store.port import ClaimRequest
 
 from .conftest import VIEWER, SignedIn, bearer, token

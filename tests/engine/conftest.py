@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 import rota
-from rota.worker import Worker
+from rota.engine.worker import Worker
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ def hello(ctx, payload):
 
 def _rota(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     # A console script's sys.path holds no working directory: -c mimics that (not -m).
-    command = [sys.executable, "-c", "from rota.cli import main; main()", *args]
+    command = [sys.executable, "-c", "from rota.cli.main import main; main()", *args]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=50)
 
 

@@ -1,4 +1,4 @@
-"""enqueue_many checks each distinct shape once (rota.bulk): the runs it makes, and the
+"""enqueue_many checks each distinct shape once (rota.services.bulk): the runs it makes, and the
 errors it raises, are what new_run makes of each request alone; on both stores the
 runs read back as if each had been enqueued alone."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 import rota
-from rota.bulk import new_runs
 from rota.domain.runs import RunFilter
 from rota.errors import InvalidArgument, RotaError
-from rota.services import RunRequest, new_run
+from rota.services.bulk import new_runs
+from rota.services.runs import RunRequest, new_run
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SECRET = "s3cret-value"

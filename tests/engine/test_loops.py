@@ -8,11 +8,11 @@ import importlib.util
 import pytest
 from click.testing import CliRunner
 
-from rota import loops
 from rota.app import App
-from rota.cli import worker as worker_command
+from rota.cli.main import worker as worker_command
+from rota.engine import loops
+from rota.engine.worker import DEFAULT_CONCURRENCY, MAX_CLAIM_BATCH, WorkerOptions
 from rota.errors import InvalidArgument
-from rota.worker import DEFAULT_CONCURRENCY, MAX_CLAIM_BATCH, WorkerOptions
 
 HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
 

@@ -1,4 +1,4 @@
-"""One node assembly (rota.node): a worker, a leader candidate, or both, whatever door
+"""One node assembly (rota.engine.node): a worker, a leader candidate, or both, whatever door
 starts it (``App.work``, ``rota worker``, ``rota server``)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 import rota
 from rota.domain.states import RunState
+from rota.engine.node import NodeRoles
+from rota.engine.worker import WorkerOptions
 from rota.errors import InvalidArgument
-from rota.node import NodeRoles
-from rota.worker import WorkerOptions
 from tests.helpers import eventually
 from tests.waiting import wait_for_state
 

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import rota
-from rota import services
 from rota.context import RunLogger
 from rota.domain.runs import ClaimedRun
 from rota.domain.states import RunState
+from rota.services import runs as run_service
 from tests.engine.conftest import working
 from tests.helpers import eventually
 from tests.waiting import wait_for_state
@@ -25,10 +25,10 @@ async def test_log_lines_carry_the_correlation_id_of_the_request(make_app):
         ctx.log.info("building", rows=3)
 
     store = await app.store()
-    run = services.new_run(
-        app.registry, services.RunRequest("report", {}), correlation_id="req-123"
+    run = run_service.new_run(
+        app.registry, run_service.RunRequest("report", {}), correlation_id="req-123"
     )
-    [run_id] = await services.enqueue(store, app.clock, [run])
+    [run_id] = await run_service.enqueue(store, app.clock, [run])
     async with working(app):
         await wait_for_state(store, run_id, RunState.SUCCEEDED)
     [line] = await store.logs(run_id)
@@ -47,8 +47,8 @@ async def test_fields_named_like_the_loggers_own_parameters_are_stored(make_app)
         ctx.log.warning("x", attempt=7, message="m", run_id=1, handler="h", event="e", level=2)
 
     store = await app.store()
-    [run_id] = await services.enqueue(
-        store, app.clock, [services.new_run(app.registry, services.RunRequest("named", {}))]
+    [run_id] = await run_service.enqueue(
+        store, app.clock, [run_service.new_run(app.registry, run_service.RunRequest("named", {}))]
     )
     async with working(app):
         run = await wait_for_state(store, run_id, RunState.SUCCEEDED, RunState.RETRYING)
@@ -83,12 +83,12 @@ async def test_a_running_attempts_lines_are_stored_while_it_runs_each_once(make_
         ctx.cancelled.wait(20)  # until the test cancels it
 
     store = await app.store()
-    [run_id, sync_id] = await services.enqueue(
+    [run_id, sync_id] = await run_service.enqueue(
         store,
         app.clock,
         [
-            services.new_run(app.registry, services.RunRequest("long", {})),
-            services.new_run(app.registry, services.RunRequest("sync_long", {})),
+            run_service.new_run(app.registry, run_service.RunRequest("long", {})),
+            run_service.new_run(app.registry, run_service.RunRequest("sync_long", {})),
         ],
     )
 
@@ -106,7 +106,7 @@ async def test_a_running_attempts_lines_are_stored_while_it_runs_each_once(make_
         )
         release.set()
         await wait_for_state(store, run_id, RunState.SUCCEEDED)
-        await services.cancel(store, app.clock, sync_id)
+        await run_service.cancel(store, app.clock, sync_id)
         await wait_for_state(store, sync_id, RunState.CANCELLED)
     lines = await store.logs(run_id)
     assert [line.message for line in lines] == ["before"] * 3 + ["after"]
@@ -134,8 +134,10 @@ async def test_a_run_that_logs_nothing_writes_no_log_statement(make_app, monkeyp
         return await real(lines, fences)
 
     monkeypatch.setattr(store, "append_logs", counting)
-    runs = [services.new_run(app.registry, services.RunRequest("quiet", {})) for _ in range(20)]
-    ids = await services.enqueue(store, app.clock, runs)
+    runs = [
+        run_service.new_run(app.registry, run_service.RunRequest("quiet", {})) for _ in range(20)
+    ]
+    ids = await run_service.enqueue(store, app.clock, runs)
     async with working(app):
         for run_id in ids:
             await wait_for_state(store, run_id, RunState.SUCCEEDED)

@@ -13,8 +13,8 @@ import pytest
 
 import rota
 from rota.config import from_environment
+from rota.config.kinds import KINDS, SWITCH
 from rota.errors import InvalidArgument
-from rota.setting_kinds import KINDS, SWITCH
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -87,7 +87,7 @@ def test_the_cli_says_it_in_one_line(tmp_path: Path, variable: str, value: str, 
     (tmp_path / "tasks.py").write_text("import rota\napp = rota.App()\n")
     for command in (["worker", "--app", "tasks:app"], ["db", "upgrade"]):
         result = subprocess.run(
-            [sys.executable, "-c", "from rota.cli import main; main()", *command],
+            [sys.executable, "-c", "from rota.cli.main import main; main()", *command],
             cwd=tmp_path,
             env={"PATH": "/usr/bin:/bin", variable: value},
             capture_output=True,
@@ -114,7 +114,7 @@ def test_the_cli_says_it_in_one_line(tmp_path: Path, variable: str, value: str, 
 def test_a_bad_flag_is_one_line(tmp_path: Path, flags: list[str]):
     (tmp_path / "tasks.py").write_text("import rota\napp = rota.App()\n")
     result = subprocess.run(
-        [sys.executable, "-c", "from rota.cli import main; main()", *flags],
+        [sys.executable, "-c", "from rota.cli.main import main; main()", *flags],
         cwd=tmp_path,
         capture_output=True,
         text=True,

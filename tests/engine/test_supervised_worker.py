@@ -8,7 +8,7 @@ from typing import Any
 
 import rota
 from rota.domain.states import RunState
-from rota.worker import Worker
+from rota.engine.worker import Worker
 from tests.faults import FaultyStore
 from tests.waiting import wait_for_state
 

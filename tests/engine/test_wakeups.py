@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 import rota
-from rota import schedules
 from rota.domain.runs import ClaimedRun, RunFilter
 from rota.domain.states import RunState
-from rota.planner import Planner
+from rota.engine.planner import Planner
+from rota.services import schedules
 from rota.store.port import ClaimRequest, Store
 from tests.contract.support import T0, enqueue_one
 from tests.engine.conftest import working

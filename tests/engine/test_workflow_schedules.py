@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 import rota
-from rota import workflow_schedules
 from rota.domain.workflows import WorkflowState
+from rota.engine.planner import Planner
 from rota.errors import InvalidArgument, JobNotFound
-from rota.planner import Planner
+from rota.services import workflow_schedules
 from tests.engine.conftest import working
 from tests.helpers import eventually
 

@@ -30,10 +30,10 @@ import pytest
 import yaml
 
 from rota.api.settings import ApiSettings
-from rota.cli import main
+from rota.cli.main import main
 from rota.config import Settings
-from rota.config_schema import SECRET_VARIABLES
-from rota.secret_files import FILE_SUFFIX
+from rota.config.schema import SECRET_VARIABLES
+from rota.config.secret_files import FILE_SUFFIX
 from tests.api.test_cli_e2e import server as server
 from tests.helpers import REPO
 
@@ -265,7 +265,9 @@ def _check_command(argv: list[str]) -> None:
 def _known_variables() -> set[str]:
     source = "\n".join(p.read_text() for p in (REPO / "src" / "rota").rglob("*.py"))
     named = set(re.findall(r"\bROTA_[A-Z_]+\b", source))
-    from_files = {variable + FILE_SUFFIX for variable in SECRET_VARIABLES}  # rota.secret_files
+    from_files = {
+        variable + FILE_SUFFIX for variable in SECRET_VARIABLES
+    }  # rota.config.secret_files
     return named | from_files | {f"ROTA_{f.name.upper()}" for f in fields(Settings)}
 
 

@@ -15,10 +15,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import rota
-from rota import schedules, services
-from rota.api.app import create_api
+from rota.asgi import create_api
 from rota.domain.states import RunState
 from rota.observe import tracing
+from rota.services import runs as run_service
+from rota.services import schedules
 from tests.api.conftest import api_settings, serving
 from tests.api.conftest import auth as auth
 from tests.engine.conftest import working
@@ -179,7 +180,7 @@ async def test_a_replay_joins_the_trace_of_the_run_it_repeats(make_app, spans) -
             run_id = await app.enqueue_async("replayed", 1)
         await wait_for_state(store, run_id, RunState.DEAD_LETTERED)
         fail["on"] = False
-        replay_id = await services.replay(store, app.clock, run_id)
+        replay_id = await run_service.replay(store, app.clock, run_id)
         await wait_for_state(store, replay_id, RunState.SUCCEEDED)
         await eventually(
             lambda: _async(len(_by_name(exporter).get("process default", [])) == 2),

@@ -14,8 +14,8 @@ import pytest
 
 import rota
 from rota.domain.workers import WorkerState
+from rota.engine.worker_http import AddressUnusable, HttpAddress, WorkerHttp, serving
 from rota.errors import InvalidArgument
-from rota.worker_http import AddressUnusable, HttpAddress, WorkerHttp, serving
 from tests.engine.conftest import working
 from tests.helpers import REPO, eventually, start_worker, stop_gracefully, wait_until
 

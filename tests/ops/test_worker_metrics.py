@@ -161,7 +161,7 @@ def test_run_series_buckets_are_cumulative_and_bounded() -> None:
 
 async def _minutely_job(make_app, clock, name: str, queue: str):  # type: ignore[no-untyped-def]
     """An app with one handler on ``queue`` and a job every minute: (store, job)."""
-    from rota import schedules
+    from rota.services import schedules
 
     app = make_app(clock)
 
@@ -177,7 +177,7 @@ async def _minutely_job(make_app, clock, name: str, queue: str):  # type: ignore
 async def test_planned_slots_are_counted_with_their_lag(make_app, clock) -> None:
     from datetime import timedelta
 
-    from rota.planner import Planner
+    from rota.engine.planner import Planner
 
     store, _ = await _minutely_job(make_app, clock, "om-scheduled", "om-sched-q")
     delta = Delta()
@@ -196,8 +196,8 @@ async def test_a_scheduled_run_is_timed_from_its_slot_to_its_start(make_app, clo
     the handler's start is measured from it (issue 25)."""
     from datetime import timedelta
 
+    from rota.engine.planner import Planner
     from rota.observe import hooks
-    from rota.planner import Planner
     from rota.store.port import ClaimRequest
 
     store, job = await _minutely_job(make_app, clock, "om-on-time", "om-time-q")

@@ -6,10 +6,10 @@ from typing import Any
 import pytest
 
 import rota
-from rota import schedules
 from rota.domain.jobs import Job
+from rota.engine.planner import Planner
 from rota.handlers import Registry, make_spec
-from rota.planner import Planner
+from rota.services import schedules
 from rota.store.port import Store
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)

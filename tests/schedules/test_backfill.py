@@ -8,13 +8,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rota import backfill, schedules
 from rota.clock import FakeClock
 from rota.domain.backfill import BackfillRequest, backfill_key
 from rota.domain.jobs import JobSpec, TriggerKind
 from rota.domain.runs import Run, RunFilter
+from rota.engine.planner import Planner
 from rota.errors import InvalidArgument, JobNotFound
-from rota.planner import Planner
+from rota.services import backfill, schedules
 from rota.store.port import Store
 from tests.contract.support import claim
 

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import cast
 
 from rota.clock import FakeClock
 from rota.config import Settings
 from rota.domain.events import NewEvent
-from rota.housekeeping import Housekeeper
-from rota.store.event_port import EventStore
+from rota.engine.housekeeping import Housekeeper
 from rota.store.port import Store
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 
 
 async def test_events_past_their_retention_are_pruned(store: Store, db_url: str) -> None:
-    events = cast(EventStore, store)
+    events = store.events
     clock = FakeClock(NOW)
     for event_id, age in (("old", timedelta(hours=3)), ("young", timedelta(minutes=30))):
         payload = json.dumps({"id": event_id})

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from rota import schedules
 from rota.domain.parameters import InvalidParameter
 from rota.domain.runs import RunFilter
+from rota.services import schedules
 from rota.store.port import Store
 
 PARAMETERS: dict[str, Any] = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rota import schedules
 from rota.domain.jobs import TriggerKind
 from rota.errors import InvalidArgument
+from rota.services import schedules
 from tests.schedules.conftest import make_job
 
 

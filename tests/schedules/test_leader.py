@@ -7,7 +7,7 @@ import asyncio
 from datetime import timedelta
 
 import rota
-from rota.leader import LeaderElector
+from rota.engine.leader import LeaderElector
 from rota.store.port import ClaimRequest, Store
 from tests.contract.support import peers
 from tests.schedules.conftest import T0, make_job, planner, slot_runs

@@ -9,8 +9,8 @@ import rota
 from rota.config import Settings
 from rota.domain.runs import Lease, NewRun
 from rota.domain.states import RunState
-from rota.housekeeping import Housekeeper
-from rota.leader import LeaderElector
+from rota.engine.housekeeping import Housekeeper
+from rota.engine.leader import LeaderElector
 from rota.store.port import ClaimRequest, Store
 from rota.supervise import Reachability
 from tests.faults import FaultyStore

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 import pytest
 
 import rota
-from rota import schedules
 from rota.domain.runs import NewRun, RunFilter
 from rota.domain.states import RunState
-from rota.planner import Pace, Planner
+from rota.engine.planner import Pace, Planner
+from rota.services import schedules
 from rota.store.port import ClaimRequest, Store
 from tests.contract.support import peers
 from tests.schedules.conftest import T0, make_job, planner, slot_runs

@@ -18,8 +18,8 @@ from datetime import timedelta
 import psycopg
 
 import rota
-from rota import schedules
 from rota.domain.jobs import planning_retry_delay
+from rota.services import schedules
 from rota.store.port import Store
 from tests.schedules.conftest import T0, make_job, planner, slot_runs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from rota import schedules
+from rota.services import schedules
 from rota.store.port import ClaimRequest, Store
 from tests.contract.support import succeeded
 from tests.schedules.conftest import T0, make_job, planner

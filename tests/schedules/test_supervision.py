@@ -10,9 +10,9 @@ import pytest
 import rota
 from rota.config import Settings
 from rota.domain.states import RunState
+from rota.engine.housekeeping import Housekeeper
+from rota.engine.leader import LeaderElector
 from rota.errors import StoreError
-from rota.housekeeping import Housekeeper
-from rota.leader import LeaderElector
 from rota.store.port import ClaimRequest, Store
 from rota.supervise import cancel_and_wait
 from tests.contract.support import peers

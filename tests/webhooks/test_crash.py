@@ -12,9 +12,9 @@ import pytest
 import rota
 from rota.clock import SystemClock
 from rota.domain.webhooks import DeliveryState, EventType, SubscriptionSpec
+from rota.services.webhooks import Webhooks
 from rota.store.port import Store
 from rota.store.sql_store import SqlStore
-from rota.webhook_service import Webhooks
 from tests.helpers import WorkerProcesses, eventually
 
 from .receiver import receiving

@@ -10,10 +10,10 @@ import structlog.testing
 
 from rota.clock import FakeClock
 from rota.domain.webhooks import DeliveryState, EventType, SubscriptionSpec
+from rota.engine.webhook_delivery import Deliverer
+from rota.services.webhooks import Webhooks, WithSecret
 from rota.store.port import Store
 from rota.store.sql_store import SqlStore
-from rota.webhook_delivery import Deliverer
-from rota.webhook_service import Webhooks, WithSecret
 
 from .receiver import Receiver, receiving
 from .support import ADMIN, finish_runs, local_settings

@@ -8,9 +8,9 @@ from rota.clock import FakeClock
 from rota.config import Settings
 from rota.domain.webhooks import EventType, SubscriptionSpec
 from rota.errors import InvalidArgument
+from rota.services.webhooks import Webhooks
 from rota.store.port import Store
 from rota.store.sql_store import SqlStore
-from rota.webhook_service import Webhooks
 
 from .support import ADMIN
 

@@ -12,10 +12,10 @@ from rota.domain.runs import NewRun, Outcome
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.webhooks import EventType, SubscriptionSpec
 from rota.domain.workflows import StepKind, StepSpec, WorkflowDefinition
+from rota.engine.webhook_delivery import Deliverer
+from rota.services.webhooks import Webhooks
 from rota.store.port import ClaimRequest, Store
 from rota.store.sql_store import SqlStore
-from rota.webhook_delivery import Deliverer
-from rota.webhook_service import Webhooks
 
 from .receiver import receiving
 from .support import ADMIN, local_settings

@@ -21,11 +21,11 @@ from urllib.parse import parse_qs
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rota import access
 from rota.api.context import ApiContext
 from rota.domain.access import NewAuditEntry, Principal
 from rota.domain.values import storable_text
 from rota.errors import RotaError
+from rota.services import access
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_DETAIL = 300

@@ -23,7 +23,6 @@ import structlog
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from rota import access
 from rota.api.context import api_context
 from rota.api.problems import ProblemException
 from rota.api.ratelimit import FailureBudget, RateLimiter
@@ -38,6 +37,7 @@ from rota.domain.access import (
     split_api_key,
 )
 from rota.errors import InvalidArgument
+from rota.services import access
 
 ALGORITHM = "HS256"  # pinned: a token naming any other algorithm (or "none") is refused
 REQUIRED_CLAIMS = ["exp", "iat", "aud", "iss", "sub"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from rota.config_sources import Sources
+from rota.config.sources import Sources
 from rota.endpoint import is_loopback
 from rota.errors import InvalidArgument, RotaError
 from rota.observe.scrape import check_scrape_token
@@ -192,7 +192,7 @@ class ApiSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ApiSettings:
-        """Every API setting of rota.config_schema (ROTA_ENV, ROTA_JWT_SECRET or
+        """Every API setting of rota.config.schema (ROTA_ENV, ROTA_JWT_SECRET or
         ROTA_JWT_SECRET_FILE, ROTA_API_RATE_PER_SECOND, ROTA_TRUSTED_PROXIES
         (comma-separated), ...) from ``environ`` (None: the process's), over the
         configuration file ROTA_CONFIG names, then ``overrides`` (None: not given)."""

@@ -14,7 +14,7 @@ from rota.api.schemas import Instant, JobOut, Name, Request, Seconds
 from rota.domain.jobs import Job
 from rota.domain.misfire import MisfirePolicy
 from rota.domain.workflows import MAX_STEPS, StoredWorkflow
-from rota.workflow_schedules import WorkflowSchedule
+from rota.services.workflow_schedules import WorkflowSchedule
 
 
 class WorkflowStepIn(Request):

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from rota import schedules, services
 from rota.api.context import audit_target, correlation_id
 from rota.dashboard.pages import run_id_of
 from rota.dashboard.sessions import Session
@@ -18,10 +17,14 @@ from rota.domain.access import Scope
 from rota.domain.jobs import TriggerKind
 from rota.domain.values import MAX_INT32, whole_number
 from rota.errors import InvalidArgument, InvalidTransition, JobNotFound, RunNotFound
+from rota.services import cluster as cluster_service
+from rota.services import controls as control_service
+from rota.services import runs as run_service
+from rota.services import schedules
 
 router = APIRouter()
 Viewer = Annotated[Session, Depends(viewer)]
-MAX_SELECTION = services.MAX_REPLAY_BATCH
+MAX_SELECTION = run_service.MAX_REPLAY_BATCH
 
 
 @router.post("/runs/{run_id}/cancel", name="cancel_run")
@@ -30,7 +33,7 @@ async def cancel_run(request: Request, run_id: str, session: Viewer) -> Response
     await checked_form(request, session)
     require(session.principal, Scope.TRIGGER)
     context = dashboard(request)
-    run = await services.cancel(
+    run = await run_service.cancel(
         await context.store(), context.api.clock, run_id_of(run_id), session.principal.namespaces
     )
     request.state.audit_namespace = run.namespace
@@ -44,9 +47,9 @@ async def requeue_run(request: Request, run_id: str, session: Viewer) -> Respons
     require(session.principal, Scope.TRIGGER)
     context = dashboard(request)
     store = await context.store()
-    old = await services.get_run(store, run_id_of(run_id), session.principal.namespaces)
+    old = await run_service.get_run(store, run_id_of(run_id), session.principal.namespaces)
     request.state.audit_namespace = old.namespace
-    new_id = await services.replay(
+    new_id = await run_service.replay(
         store, context.api.clock, old.id, session.principal.namespaces, correlation_id(request)
     )
     return back_to(f"/runs/{new_id}", "replayed")
@@ -72,14 +75,16 @@ async def bulk_runs(request: Request, session: Viewer) -> Response:
     store, clock, reach = await context.store(), context.api.clock, session.principal.namespaces
     back = local_path(fields.get("back", ["/runs"])[0], "/runs")
     if action == "requeue":
-        results = await services.replay_many(store, clock, run_ids, reach, correlation_id(request))
+        results = await run_service.replay_many(
+            store, clock, run_ids, reach, correlation_id(request)
+        )
         failed = sum(1 for r in results if r.new_run_id is None)
         done, code = len(results) - failed, "replayed-many"
     elif action == "cancel":
         done = failed = 0
         for run_id in dict.fromkeys(run_ids):
             try:
-                await services.cancel(store, clock, run_id, reach)
+                await run_service.cancel(store, clock, run_id, reach)
                 done += 1
             except (RunNotFound, InvalidTransition):
                 failed += 1
@@ -204,9 +209,9 @@ async def _worker(request: Request, session: Session, node_id: str, drain: bool)
     context = dashboard(request)
     store, clock = await context.store(), context.api.clock
     if drain:
-        await services.drain_worker(store, clock, node_id)
+        await cluster_service.drain_worker(store, clock, node_id)
     else:
-        await services.resume_worker(store, clock, node_id)
+        await cluster_service.resume_worker(store, clock, node_id)
     return back_to("/workers", "draining" if drain else "worker-resumed")
 
 
@@ -229,7 +234,7 @@ async def set_limit(request: Request, session: Viewer) -> Response:
     text = fields.get("max_running", [""])[0].strip()
     max_running = whole_number("max_running", text, 1, MAX_INT32)
     context = dashboard(request)
-    await services.set_limit(await context.store(), scope, name or "*", max_running)
+    await control_service.set_limit(await context.store(), scope, name or "*", max_running)
     return back_to("/limits", "limit-set")
 
 
@@ -240,5 +245,5 @@ async def clear_limit(request: Request, session: Viewer) -> Response:
     audit_target(request, f"limit {scope[:40]}:{name[:100]}")
     require(session.principal, Scope.ADMIN, cluster_wide=True)
     context = dashboard(request)
-    await services.clear_limit(await context.store(), scope, name)
+    await control_service.clear_limit(await context.store(), scope, name)
     return back_to("/limits", "limit-cleared")

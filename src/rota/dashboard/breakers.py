@@ -13,12 +13,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
-from rota import services
 from rota.api.context import audit_target
 from rota.dashboard.sessions import Session
 from rota.dashboard.web import back_to, checked_form, dashboard, notice, page, require, viewer
 from rota.domain.access import Scope
 from rota.domain.breakers import BreakerRow, Transition
+from rota.services import controls as control_service
 
 router = APIRouter()
 Viewer = Annotated[Session, Depends(viewer)]
@@ -48,16 +48,16 @@ class TransitionLine:
 async def breakers(request: Request, session: Viewer) -> HTMLResponse:
     store = await dashboard(request).store()
     reach = session.principal.namespaces  # a breaker is shown to the namespaces that moved it
-    rows = await services.list_breakers(store, dashboard(request).api.clock, reach)
-    moves = await services.breaker_transitions(store, TRANSITIONS_SHOWN, reach)
+    rows = await control_service.list_breakers(store, dashboard(request).api.clock, reach)
+    moves = await control_service.breaker_transitions(store, TRANSITIONS_SHOWN, reach)
     return page(
         request,
         "breakers.html",
         session,
         breakers=[BreakerLine(r, _at(r.opened_at), _at(r.window_started_at)) for r in rows],
         transitions=[TransitionLine(t, _at(t.at)) for t in moves],
-        rules=await services.breaker_rules(store),
-        rates=await services.list_rates(store),
+        rules=await control_service.breaker_rules(store),
+        rates=await control_service.list_rates(store),
         shown=TRANSITIONS_SHOWN,
         notice=notice(request.query_params.get("notice"), request.query_params.get("n")),
         nav="breakers",
@@ -76,7 +76,7 @@ async def reset_breaker(request: Request, session: Viewer) -> Response:
     audit_target(request, f"breaker {handler[:200]}")
     require(session.principal, Scope.ADMIN, cluster_wide=True)
     context = dashboard(request)
-    await services.reset_breaker(await context.store(), context.api.clock, handler, key)
+    await control_service.reset_breaker(await context.store(), context.api.clock, handler, key)
     return back_to("/breakers", "breaker-reset")
 
 
@@ -94,12 +94,12 @@ async def _rate_form(request: Request, session: Session) -> tuple[str, str, str]
 @router.post("/breakers/rates", name="set_rate")
 async def set_rate(request: Request, session: Viewer) -> Response:
     scope, name, rate = await _rate_form(request, session)
-    await services.set_rate(await dashboard(request).store(), scope, name, rate)
+    await control_service.set_rate(await dashboard(request).store(), scope, name, rate)
     return back_to("/breakers", "rate-set")
 
 
 @router.post("/breakers/rates/clear", name="clear_rate")
 async def clear_rate(request: Request, session: Viewer) -> Response:
     scope, name, _ = await _rate_form(request, session)
-    await services.clear_rate(await dashboard(request).store(), scope, name)
+    await control_service.clear_rate(await dashboard(request).store(), scope, name)
     return back_to("/breakers", "rate-cleared")

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from rota import flows, schedules, services
 from rota.clock import Clock
 from rota.dashboard.shared import Shared
 from rota.domain.access import Principal
@@ -24,6 +23,10 @@ from rota.domain.triggers import fire_times
 from rota.domain.workers import WorkerInfo
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.errors import JobNotFound
+from rota.services import cluster as cluster_service
+from rota.services import runs as run_service
+from rota.services import schedules
+from rota.services import workflows as workflow_service
 from rota.store.port import LeaderInfo, LeaderTerm, Store
 
 WINDOW = timedelta(hours=1)
@@ -179,14 +182,14 @@ def _percentile(ordered: list[float], fraction: float) -> float:
 
 # -- runs ----------------------------------------------------------------------------
 async def search_runs(store: Store, search: RunSearch, job: tuple[str, str] | None) -> list[Run]:
-    return await services.search_runs(store, search, job)
+    return await run_service.search_runs(store, search, job)
 
 
 async def run_detail(
     store: Store, principal: Principal, run_id: int
-) -> tuple[services.RunDetail, Job | None]:
+) -> tuple[run_service.RunDetail, Job | None]:
     """The run with its attempts and logs, and the job that made it (if any)."""
-    detail = await services.run_detail(store, run_id, principal.namespaces)
+    detail = await run_service.run_detail(store, run_id, principal.namespaces)
     job_id = detail.run.job_id
     return detail, (await store.get_job_by_id(job_id) if job_id is not None else None)
 
@@ -196,7 +199,7 @@ async def run_logs_after(
 ) -> tuple[Run, list[LogLine]]:
     """The run (read first: lines written before it ended are in what follows) and its
     log lines after seq ``after``."""
-    run = await services.get_run(store, run_id, principal.namespaces)
+    run = await run_service.get_run(store, run_id, principal.namespaces)
     return run, await store.logs(run_id, after)
 
 
@@ -207,12 +210,14 @@ WORKFLOW_RUNS_SHOWN = 50
 async def workflow_runs(store: Store, principal: Principal) -> list[WorkflowRunView]:
     """The newest workflow runs the viewer can see, with their derived state (one read
     of each: the list is short), as the API lists them."""
-    rows = await flows.recent(store, None, WORKFLOW_RUNS_SHOWN, None, principal.namespaces)
-    return [await flows.show(store, int(row["id"])) for row in rows]
+    rows = await workflow_service.recent(
+        store, None, WORKFLOW_RUNS_SHOWN, None, principal.namespaces
+    )
+    return [await workflow_service.show(store, int(row["id"])) for row in rows]
 
 
 async def workflow_run(store: Store, principal: Principal, workflow_run_id: int) -> WorkflowRunView:
-    return await flows.show(store, workflow_run_id, principal.namespaces)
+    return await workflow_service.show(store, workflow_run_id, principal.namespaces)
 
 
 # -- jobs ----------------------------------------------------------------------------
@@ -284,7 +289,7 @@ async def workers(
             RunSearch(
                 namespaces=visible_namespaces(principal, None),
                 states=(RunState.CLAIMED, RunState.RUNNING),
-                limit=services.MAX_PAGE,
+                limit=run_service.MAX_PAGE,
             )
         )
         if holding
@@ -296,7 +301,7 @@ async def workers(
             by_worker[run.worker_id].append(run)
     return [
         WorkerRow(w, w.heartbeat_age(now), by_worker.get(w.node_id, []))
-        for w in await services.list_workers(store)
+        for w in await cluster_service.list_workers(store)
     ]
 
 

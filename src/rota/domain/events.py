@@ -26,7 +26,7 @@ from rota.domain.values import check_json_text, check_text, encode_json
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition, WorkflowInvalid
 from rota.errors import InvalidArgument
 
-# The step runs of a saved workflow for a payload in a namespace (rota.flows.starting:
+# The step runs of a saved workflow for a payload in a namespace (rota.services.workflows.starting:
 # the publishing process's handler registry gives each step its defaults).
 StepRuns = Callable[[WorkflowDefinition, Any, str], list[NewRun]]
 
@@ -36,7 +36,7 @@ class WorkflowStarts:
     """What a publish needs to start its subscribed workflows inside its transaction:
     ``steps`` makes a workflow's step runs, and ``payloads`` holds each subscribed
     workflow's payload, already checked against its parameters, by (name, version).
-    The check ran before the transaction opened (rota.events.checked_starts): a JSON
+    The check ran before the transaction opened (rota.services.events.checked_starts): a JSON
     Schema check never holds a transaction, nor the event loop (issue 31)."""
 
     steps: StepRuns

@@ -9,7 +9,7 @@ every keyword that could take more than linear time on a caller's values replace
   comparison falls back to comparing every pair for objects (quadratic).
 
 What is left is linear in the schema's size times the values' size; the caller still
-runs it off the event loop with a time budget (rota.parameter_checks), see ADR 0028.
+runs it off the event loop with a time budget (rota.services.parameter_checks), see ADR 0028.
 """
 
 from __future__ import annotations

@@ -247,3 +247,25 @@ class DeliveryPolicy:
             return None
         step = min(self.max_retry_seconds, self.first_retry_seconds * 2.0 ** (tries - 1))
         return step / 2 + step / 2 * draw
+
+
+# -- what the outbox hands a deliverer, and what it hands back -------------------
+@dataclass(frozen=True)
+class ClaimedDelivery:
+    """A delivery leased to one deliverer, with where it goes and what signs it."""
+
+    delivery: Delivery
+    url: str
+    keys: SigningKeys
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    """What one try came to. ``retry_in`` None after a failure: give up on it."""
+
+    delivery_id: int
+    tries: int
+    delivered: bool
+    status: int | None
+    error: str | None
+    retry_in: float | None = None

@@ -38,6 +38,8 @@ from rota.domain.stats import FinishedCount, QueueCount, Recount
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
+from rota.store.event_port import EventStore
+from rota.store.webhook_port import WebhookStore
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,17 @@ class Store(Protocol):
     async def open(self) -> None: ...
 
     async def close(self) -> None: ...
+
+    # -- the store's other ports, handed out by the store itself --------------
+    @property
+    def webhooks(self) -> WebhookStore:
+        """Webhook subscriptions and the outbox (rota.store.webhook_port)."""
+        ...
+
+    @property
+    def events(self) -> EventStore:
+        """Events and their subscriptions (rota.store.event_port)."""
+        ...
 
     # -- schema -------------------------------------------------------------
     async def schema_status(self) -> SchemaStatus: ...

@@ -17,8 +17,10 @@ from rota.store.core.runs import CoreRuns
 from rota.store.core.webhooks import CoreWebhooks
 from rota.store.core.workflow_defs import CoreWorkflowDefinitions
 from rota.store.dialect import Dialect
+from rota.store.event_port import EventStore
 from rota.store.port import SchemaStatus
 from rota.store.queries import latest_version
+from rota.store.webhook_port import WebhookStore
 
 
 class SqlStore(
@@ -45,6 +47,14 @@ class SqlStore(
         self._limits = Recent(self._read_limits)
         self._rules = Recent(self._read_rules)
         self._tripped = Recent(self._read_tripped)
+
+    @property
+    def webhooks(self) -> WebhookStore:
+        return self
+
+    @property
+    def events(self) -> EventStore:
+        return self
 
     async def open(self) -> None:
         await self._d.open()

@@ -10,8 +10,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from rota.domain.webhooks import Delivery, Subscription, SubscriptionSpec
-from rota.store.core.webhooks import ClaimedDelivery, DeliveryResult
+from rota.domain.webhooks import (
+    ClaimedDelivery,
+    Delivery,
+    DeliveryResult,
+    Subscription,
+    SubscriptionSpec,
+)
 
 
 class WebhookStore(Protocol):

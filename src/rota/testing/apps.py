@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rota.app import App
 from rota.clock import Clock
-from rota.workflow_schedules import STARTER
+from rota.services.workflow_schedules import STARTER
 
 
 def isolated_app(

@@ -2,7 +2,7 @@
 one at a time, on the App's real store, so a test sees exactly what a worker would
 have written, without a worker, a thread of its own or a wait.
 
-The same steps as a worker's (claim under a lease, :func:`rota.execution.execute`,
+The same steps as a worker's (claim under a lease, :func:`rota.engine.execution.execute`,
 complete under the fence), minus what only matters between processes: no heartbeat
 (nothing runs long enough to need one), no batching, no live log tail. Runs whose
 retry falls due later are left waiting: move the App's :class:`~rota.FakeClock` and
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 from rota.context import RunContext, RunLogger
 from rota.domain.runs import ClaimedRun, Lease
 from rota.domain.states import RunState
+from rota.engine.execution import execute
+from rota.engine.planner import Planner
 from rota.errors import DrainLimitReached
-from rota.execution import execute
-from rota.planner import Planner
 from rota.store.port import ClaimRequest
 
 if TYPE_CHECKING:

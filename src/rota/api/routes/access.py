@@ -6,12 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
-from rota import access
 from rota.api import pagination
 from rota.api.auth import Admin
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyOut, AuditOut, AuditPage
+from rota.services import access
 
 router = APIRouter(prefix="/api/v1", tags=["access"])
 KeyId = Annotated[str, Path(pattern=r"^[0-9a-f]{16}$")]

@@ -9,13 +9,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from rota import backfill
 from rota.api.auth import Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import Instant, Name
 from rota.domain.backfill import CONFIRM_ABOVE, MAX_BACKFILL_SLOTS, BackfillRequest
 from rota.errors import JobNotFound
+from rota.services import backfill
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 Slots = Annotated[int, Field(ge=1, le=MAX_BACKFILL_SLOTS)]

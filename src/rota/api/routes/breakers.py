@@ -12,12 +12,12 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, Field
 
-from rota import services
 from rota.api.auth import ClusterAdmin, Reader
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import Name
 from rota.domain.breakers import BreakerRow, BreakerState, Transition
+from rota.services import controls as control_service
 
 router = APIRouter(prefix="/api/v1", tags=["cluster"])
 
@@ -93,8 +93,8 @@ async def list_breakers(
     window's outcomes), and the newest transitions. A caller limited to some namespaces
     sees the breakers that runs of those namespaces moved, and their transitions."""
     reach = principal.namespaces
-    rows = await services.list_breakers(store, context.clock, reach)
-    moves = await services.breaker_transitions(store, transitions, reach)
+    rows = await control_service.list_breakers(store, context.clock, reach)
+    moves = await control_service.breaker_transitions(store, transitions, reach)
     return BreakerList(
         items=[BreakerOut.of(r) for r in rows], transitions=[TransitionOut.of(t) for t in moves]
     )
@@ -111,5 +111,5 @@ async def reset_breaker(
 ) -> BreakerOut:
     """Close the breaker of ``handler`` (and ``key``) now; recorded as a transition."""
     audit_target(request, f"breaker {handler}")
-    row = await services.reset_breaker(store, context.clock, handler, key)
+    row = await control_service.reset_breaker(store, context.clock, handler, key)
     return BreakerOut.of(row)

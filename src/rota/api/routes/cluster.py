@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Path, Query, Request
 
-from rota import payloads, schedules, services
+from rota import payloads
 from rota.api.auth import ClusterAdmin, Reader
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
@@ -28,6 +28,8 @@ from rota.api.schemas import (
     WorkerList,
     WorkerOut,
 )
+from rota.services import cluster as cluster_service
+from rota.services import schedules
 
 router = APIRouter(prefix="/api/v1", tags=["cluster"])
 
@@ -35,7 +37,7 @@ router = APIRouter(prefix="/api/v1", tags=["cluster"])
 @router.get("/workers", responses=responses(*AUTHENTICATED))
 async def list_workers(principal: Reader, context: Context, store: StoreDep) -> WorkerList:
     """Registered workers with their state and how long ago each last checked in."""
-    seen = await services.workers_seen(store, context.clock)
+    seen = await cluster_service.workers_seen(store, context.clock)
     return WorkerList(items=[WorkerOut.of(s.worker, s.now) for s in seen])
 
 
@@ -49,7 +51,7 @@ async def drain_worker(
 ) -> WorkerOut:
     """The worker stops claiming and finishes what it holds."""
     audit_target(request, f"worker {node_id}")
-    seen = await services.drain_worker(store, context.clock, node_id)
+    seen = await cluster_service.drain_worker(store, context.clock, node_id)
     return WorkerOut.of(seen.worker, seen.now)
 
 
@@ -63,14 +65,14 @@ async def resume_worker(
 ) -> WorkerOut:
     """A drained worker claims again."""
     audit_target(request, f"worker {node_id}")
-    seen = await services.resume_worker(store, context.clock, node_id)
+    seen = await cluster_service.resume_worker(store, context.clock, node_id)
     return WorkerOut.of(seen.worker, seen.now)
 
 
 @router.get("/leader", responses=responses(*AUTHENTICATED))
 async def leader(principal: Reader, store: StoreDep) -> LeaderState:
     """Who leads (plans schedules, reaps expired leases), since when, and the term."""
-    info = await services.leader(store)
+    info = await cluster_service.leader(store)
     if info is None:
         return LeaderState(leader=None)
     return LeaderState(

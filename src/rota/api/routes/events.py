@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from rota import events
 from rota.api import pagination
 from rota.api.auth import Manager, Publisher, Reader
 from rota.api.context import Context, StoreDep, audit_target
@@ -24,6 +23,7 @@ from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import Name
 from rota.domain.access import Principal
 from rota.errors import InvalidArgument
+from rota.services import events
 
 router = APIRouter(prefix="/api/v1/events", tags=["events"])
 CURSOR = "event"

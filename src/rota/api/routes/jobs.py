@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request, Response
 
-from rota import payloads, schedules
+from rota import payloads
 from rota.api.auth import Manager, Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target, correlation_id
 from rota.api.problems import AUTHENTICATED, responses
@@ -23,6 +23,7 @@ from rota.api.schemas import (
 from rota.domain.access import Principal
 from rota.domain.jobs import JobSpec
 from rota.errors import JobNotFound
+from rota.services import schedules
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 NamespaceQuery = Annotated[Name, Query(description="The job's namespace.")]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from rota import health
 from rota.api.auth import mint_token
 from rota.api.context import Context
 from rota.api.problems import ProblemException, responses
 from rota.api.schemas import DevTokenRequest, HealthOut, TokenOut
 from rota.domain.access import ROLE_SCOPES, parse_namespaces
 from rota.errors import InvalidArgument, RotaError, StoreUnavailable
+from rota.services import health
 
 health_router = APIRouter(prefix="/health", tags=["health"])
 dev_router = APIRouter(prefix="/dev", tags=["development"])

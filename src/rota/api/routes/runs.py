@@ -7,7 +7,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 
-from rota import services
 from rota.api import pagination
 from rota.api.auth import Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target, correlation_id
@@ -34,7 +33,8 @@ from rota.domain.access import Principal
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
 from rota.errors import InvalidArgument
-from rota.services import RunRequest
+from rota.services import runs as run_service
+from rota.services.runs import RunRequest
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 dlq = APIRouter(prefix="/api/v1/dlq", tags=["dead-letter queue"])
@@ -100,7 +100,7 @@ async def _page(
         limit=filters.limit,
     )
     job = (filters.namespace or "default", filters.job) if filters.job else None
-    runs = await services.search_runs(store, search, job)
+    runs = await run_service.search_runs(store, search, job)
     return RunPage(
         items=[RunOut.of(run) for run in runs],
         next_cursor=pagination.next_cursor(CURSOR, [r.id for r in runs], filters.limit),
@@ -138,7 +138,7 @@ async def enqueue_run(
         rate_key=body.rate_key,
         breaker_key=body.breaker_key,
     )
-    run_id = await services.enqueue_in(
+    run_id = await run_service.enqueue_in(
         store,
         context.clock,
         context.rota_app.registry,
@@ -163,7 +163,7 @@ async def list_runs(
 @router.get("/{run_id}", responses=responses(*AUTHENTICATED, 404))
 async def get_run(run_id: RunId, principal: Reader, store: StoreDep) -> RunDetailOut:
     """One run with every attempt: start, end, duration, worker, fencing token, error."""
-    detail = await services.run_detail(store, run_id, principal.namespaces)
+    detail = await run_service.run_detail(store, run_id, principal.namespaces)
     return RunDetailOut(
         run=RunOut.of(detail.run), attempts=[AttemptOut.of(a) for a in detail.attempts]
     )
@@ -179,7 +179,7 @@ async def run_logs(
     """The lines the handler logged through ``ctx.log``, in order, including those of
     an attempt still running (written every half second or so). With ``after``, only
     the lines whose ``seq`` is greater: pass the last ``seq`` seen to tail the log."""
-    lines = await services.run_logs(store, run_id, principal.namespaces, after)
+    lines = await run_service.run_logs(store, run_id, principal.namespaces, after)
     return RunLogs(run_id=run_id, lines=[LogLineOut.of(line) for line in lines])
 
 
@@ -189,7 +189,7 @@ async def cancel_run(
 ) -> RunOut:
     """A waiting run is cancelled at once; a running one is asked to stop."""
     audit_target(request, f"run {run_id}")
-    run = await services.cancel(store, context.clock, run_id, principal.namespaces)
+    run = await run_service.cancel(store, context.clock, run_id, principal.namespaces)
     request.state.audit_namespace = run.namespace
     return RunOut.of(run)
 
@@ -200,9 +200,9 @@ async def _requeue(
     audit_target(request, f"run {run_id}")
     # The entry belongs to the run's namespace, so that namespace's admins see it (a
     # run the caller cannot see stays a 404 and reveals nothing).
-    run = await services.get_run(store, run_id, principal.namespaces)
+    run = await run_service.get_run(store, run_id, principal.namespaces)
     request.state.audit_namespace = run.namespace
-    new_id = await services.replay(
+    new_id = await run_service.replay(
         store, context.clock, run_id, principal.namespaces, correlation_id(request)
     )
     return Requeued(run_id=run_id, new_run_id=new_id)
@@ -231,7 +231,7 @@ async def replay_many(
 ) -> ReplayManyOut:
     """Replay each run on its own; one that cannot be replayed is reported, not fatal."""
     audit_target(request, "runs " + ",".join(str(i) for i in body.run_ids[:20]))
-    results = await services.replay_many(
+    results = await run_service.replay_many(
         store, context.clock, body.run_ids, principal.namespaces, correlation_id(request)
     )
     return ReplayManyOut(

@@ -25,9 +25,8 @@ from rota.api.webhook_schemas import (
 )
 from rota.domain.values import MAX_ID
 from rota.domain.webhooks import SubscriptionSpec
+from rota.services.webhooks import Webhooks, WithSecret
 from rota.store.port import Store
-from rota.store.webhook_port import WebhookStore
-from rota.webhook_service import Webhooks, WithSecret
 
 router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
@@ -36,7 +35,7 @@ CURSOR = "deliveries"
 
 def _webhooks(context: Context, store: Store) -> Webhooks:
     # The one SqlStore implements the webhook port beside the store port.
-    hooks: WebhookStore = store  # type: ignore[assignment]
+    hooks = store.webhooks
     return Webhooks(hooks, context.rota_app.settings, context.clock)
 
 

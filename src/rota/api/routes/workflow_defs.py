@@ -8,7 +8,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request
 
-from rota import flows, workflow_schedules
 from rota.api.auth import Manager, Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
@@ -23,6 +22,8 @@ from rota.api.workflow_schemas import (
 from rota.domain.access import Principal
 from rota.domain.workflows import definition_from_json
 from rota.errors import WorkflowNotFound
+from rota.services import workflow_schedules
+from rota.services import workflows as workflow_service
 
 router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
 NamespaceQuery = Annotated[Name, Query(description="The workflow's namespace.")]
@@ -61,7 +62,7 @@ async def list_workflows(
     principal: Reader, store: StoreDep, namespace: Annotated[Name | None, Query()] = None
 ) -> WorkflowList:
     """Every saved definition the caller can see (in one namespace, if given)."""
-    found = await flows.definitions(store, namespace, principal.namespaces)
+    found = await workflow_service.definitions(store, namespace, principal.namespaces)
     jobs = await workflow_schedules.schedules_of(store, namespace)
     return WorkflowList(
         items=[
@@ -75,7 +76,7 @@ async def get_workflow(
     name: Name, principal: Reader, store: StoreDep, namespace: NamespaceQuery = "default"
 ) -> WorkflowOut:
     """One saved definition, with its version."""
-    stored = await flows.get(store, namespace, name, principal.namespaces)
+    stored = await workflow_service.get(store, namespace, name, principal.namespaces)
     return WorkflowOut.of(stored, await workflow_schedules.schedule_of(store, namespace, name))
 
 
@@ -95,7 +96,7 @@ async def start_workflow(
     _visible(principal, namespace, name)
     payload = body.payload if body is not None else None
     registry = context.rota_app.registry
-    workflow_run_id = await flows.start(
+    workflow_run_id = await workflow_service.start(
         store, context.clock, registry, name, payload, namespace, idempotency_key
     )
     return WorkflowRunStarted(workflow_run_id=workflow_run_id)

@@ -10,12 +10,12 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel
 
-from rota import flows
 from rota.api.auth import Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas import MAX_ID, Name
 from rota.domain.workflow_runs import WorkflowRunView
+from rota.services import workflows as workflow_service
 
 router = APIRouter(prefix="/api/v1/workflow-runs", tags=["workflows"])
 WorkflowRunId = Annotated[int, Path(ge=1, le=MAX_ID)]
@@ -98,7 +98,7 @@ async def list_workflow_runs(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> WorkflowRunList:
     """The newest workflow runs the caller can see, newest first (their state: GET one)."""
-    rows = await flows.recent(store, name, limit, namespace, principal.namespaces)
+    rows = await workflow_service.recent(store, name, limit, namespace, principal.namespaces)
     return WorkflowRunList(items=[WorkflowRunSummary.model_validate(row) for row in rows])
 
 
@@ -108,7 +108,9 @@ async def get_workflow_run(
 ) -> WorkflowRunOut:
     """A workflow run: its derived state (running, succeeded, failed, cancelled), its
     duration, and each step's current run and state (a map's items counted by state)."""
-    return WorkflowRunOut.of(await flows.show(store, workflow_run_id, principal.namespaces))
+    return WorkflowRunOut.of(
+        await workflow_service.show(store, workflow_run_id, principal.namespaces)
+    )
 
 
 @router.get("/{workflow_run_id}/graph", responses=responses(*AUTHENTICATED, 404))
@@ -116,7 +118,7 @@ async def workflow_run_graph(
     workflow_run_id: WorkflowRunId, principal: Reader, store: StoreDep
 ) -> WorkflowGraph:
     """Nodes (steps with their state) and edges (parent -> child) of a workflow run."""
-    view = await flows.show(store, workflow_run_id, principal.namespaces)
+    view = await workflow_service.show(store, workflow_run_id, principal.namespaces)
     return WorkflowGraph.model_validate(view.graph())
 
 
@@ -130,7 +132,9 @@ async def cancel_workflow_run(
 ) -> WorkflowRunOut:
     """Cancel every unfinished step: waiting ones at once, running ones are asked to stop.
     A workflow run that has finished (succeeded or failed) is refused with 409."""
-    view = await flows.show(store, workflow_run_id, principal.namespaces)
+    view = await workflow_service.show(store, workflow_run_id, principal.namespaces)
     audit_target(request, f"workflow run {workflow_run_id}", view.namespace)
     reach = principal.namespaces
-    return WorkflowRunOut.of(await flows.cancel(store, context.clock, workflow_run_id, reach))
+    return WorkflowRunOut.of(
+        await workflow_service.cancel(store, context.clock, workflow_run_id, reach)
+    )

@@ -29,7 +29,7 @@ from rota.app import App
 from rota.contrib.django.apps import RotaConfig
 from rota.errors import RotaError, UnsupportedFeature
 from rota.handlers import HandlerFn, make_spec
-from rota.services import RunRequest, new_run
+from rota.services.runs import RunRequest, new_run
 
 __all__ = ["NotInstalled", "enqueue", "get_app", "handler"]
 

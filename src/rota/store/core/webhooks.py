@@ -7,12 +7,13 @@ part keeps subscriptions and hands deliveries out under a lease per delivery.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from rota.domain.webhooks import (
+    ClaimedDelivery,
     Delivery,
     DeliveryNotFound,
+    DeliveryResult,
     DeliveryState,
     EventType,
     SigningKeys,
@@ -24,27 +25,6 @@ from rota.domain.webhooks import (
 )
 from rota.store.core.base import CoreBase
 from rota.store.dialect import Row, Session
-
-
-@dataclass(frozen=True)
-class ClaimedDelivery:
-    """A delivery leased to one deliverer, with where it goes and what signs it."""
-
-    delivery: Delivery
-    url: str
-    keys: SigningKeys
-
-
-@dataclass(frozen=True)
-class DeliveryResult:
-    """What one try came to. ``retry_in`` None after a failure: give up on it."""
-
-    delivery_id: int
-    tries: int
-    delivered: bool
-    status: int | None
-    error: str | None
-    retry_in: float | None = None
 
 
 def subscription_from_row(row: Row) -> Subscription:

@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rota.contrib.django import get_app
+from rota.engine.worker import DEFAULT_CONCURRENCY
 from rota.errors import RotaError
-from rota.worker import DEFAULT_CONCURRENCY
 
 
 class Command(BaseCommand):
