@@ -40,3 +40,16 @@ def test_every_file_design_names_is_in_the_repository():
     assert links, "the pattern still finds DESIGN.md's links"
     missing = [path for path in links + named if not (DESIGN.parent / path).exists()]
     assert missing == []
+
+
+def test_the_package_map_names_every_package_and_root_module():
+    source = DESIGN.parent / "src" / "rota"
+    text = DESIGN.read_text()
+    drawn = text.split("## The map: packages and what may import what", 1)[1].split("```")[1]
+    named = set(re.findall(r"[\w.]+", drawn))
+    packages = {f"{p.name}/" for p in source.iterdir() if (p / "__init__.py").exists()}
+    modules = {p.name for p in source.glob("*.py")} - {"__main__.py", "_version.py"}
+    missing = sorted(
+        name for name in packages | modules if name.rstrip("/") not in named and name not in named
+    )
+    assert missing == [], f"DESIGN.md's package map does not name {missing}"
