@@ -185,7 +185,7 @@ async def test_a_workflow_payload_is_never_checked_inside_the_publish(
     store = await rota_app.store()
     event = events.new_event("order.created", {"total": 3}, "o-1")
     with pytest.raises(WorkflowInvalid, match="publish it again"):
-        await events._events(store).publish(event, None, rota_app.workflow_starts())
+        await store.events.publish(event, None, rota_app.workflow_starts())
     assert (await client.get(EVENTS, headers=admin)).json()["items"] == []
     checked = await events.publish(store, rota_app.clock, event, rota_app.workflow_starts())
     assert len(checked.workflow_run_ids) == 1

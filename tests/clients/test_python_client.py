@@ -88,7 +88,7 @@ def test_workers_and_leader(rota_server_url: str, admin_token: str) -> None:
         [worker] = rota.list_workers()
         assert rota.drain_worker(worker["node_id"])["state"] == "draining"
         assert rota.resume_worker(worker["node_id"])["state"] == "active"
-        leader = rota.engine.leader()
+        leader = rota.leader()
         assert leader is not None
         assert leader["holder"] == worker["node_id"]
 

@@ -151,16 +151,16 @@ describe("workflows, events, backfill and breakers", () => {
     const [runId] = first.run_ids;
     assert.deepEqual((await rota.waitFor(runId!, { timeoutMs: 30_000 })).result, { n: 7 });
     const seen: string[] = [];
-    for await (const event of rota.services.events({ name: "ts.order", limit: 1 })) seen.push(event.event_id);
+    for await (const event of rota.events({ name: "ts.order", limit: 1 })) seen.push(event.event_id);
     assert.deepEqual(seen, ["order-1"]);
   });
 
   it("backfills a schedule's slots once", T, async () => {
     await rota.createJob({ name: "ts-hourly", handler: "echo", cron: "0 * * * *" });
     const window = { from: "2026-01-01T00:00:00Z", to: "2026-01-01T04:59:00Z" };
-    assert.equal((await rota.services.backfill("ts-hourly", { ...window, dry_run: true })).slots, 5);
-    assert.equal((await rota.services.backfill("ts-hourly", window)).created, 5);
-    const twice = await rota.services.backfill("ts-hourly", window);
+    assert.equal((await rota.backfill("ts-hourly", { ...window, dry_run: true })).slots, 5);
+    assert.equal((await rota.backfill("ts-hourly", window)).created, 5);
+    const twice = await rota.backfill("ts-hourly", window);
     assert.deepEqual([twice.created, twice.existing], [0, 5]);
   });
 
@@ -177,7 +177,7 @@ describe("cluster", () => {
     assert.ok(worker);
     assert.equal((await rota.drainWorker(worker.node_id)).state, "draining");
     assert.equal((await rota.resumeWorker(worker.node_id)).state, "active");
-    assert.equal((await rota.engine.leader())?.holder, worker.node_id);
+    assert.equal((await rota.leader())?.holder, worker.node_id);
   });
 });
 
