@@ -13,10 +13,10 @@ import pytest
 
 from rota.store.schema_dump import (
     DIALECTS,
-    migrate_database,
     committed_path,
     dump_postgres,
     dump_sqlite,
+    migrate_database,
 )
 from tests.conftest import fresh_database
 
