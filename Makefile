@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run demo test lint format bench chaos install clean openapi tools screenshots
+.PHONY: run demo test lint format bench chaos install clean openapi tools screenshots schema
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,3 +89,9 @@ chaos: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache rota-demo.db*
+
+# The schema as all migrations leave it, one file per dialect (src/rota/store/schema/);
+# a test fails when they drift from the migrations. Needs the PostgreSQL server the
+# tests use (ROTA_TEST_DATABASE_URL's, default postgresql://postgres@127.0.0.1:5432).
+schema: install
+	$(BIN)/python -m rota.store.schema_dump

@@ -3,6 +3,7 @@ causes the event, and deliveries leased one at a time (ADR 0017)."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ from rota.domain.webhooks import (
     new_secret,
 )
 from rota.store.port import Store
+from rota.store.queries import load_queries
 from rota.store.sql_store import SqlStore
 from rota.store.webhook_port import WebhookStore
 
@@ -229,3 +231,61 @@ async def test_finished_deliveries_are_pruned_after_the_retention(store: Store) 
     [left] = await hooks(store).list_deliveries(sub.id, None, 10)
     assert left.state is DeliveryState.PENDING
     assert await hooks(store).prune_deliveries(at(100), 10, leader_term=999) == 0
+
+
+# -- the SQL copies of EVENT_OF_RUN_STATE (issue 26) ----------------------------------
+# The completion and the reaper write the outbox in SQL, each with a CASE mapping the
+# run's new state to its event: four copies of the domain table (two per dialect), and
+# the fail-fast statement writes 'failed' with its event as literals. These tests parse
+# every copy, so a change to the table that misses one fails here.
+
+_RUN_EVENT_CASE = re.compile(
+    r"CASE\s+(?P<operand>[^\s].*?)\s+(?P<arms>(?:WHEN\s+'[a-z_]+'\s+THEN\s+'run\.[a-z_.]+'\s+)+)"
+    r"END",
+    re.DOTALL,
+)
+_ARM = re.compile(r"WHEN\s+'([a-z_]+)'\s+THEN\s+'(run\.[a-z_.]+)'")
+# Where the copies are: a query that writes a run's event must be listed here.
+_MAPPING_COPIES = {"complete", "reap"}
+_LITERAL_COPIES = {"breaker_fail_fast"}
+
+
+def _run_event_cases(sql: str) -> list[dict[str, str]]:
+    return [dict(_ARM.findall(m["arms"])) for m in _RUN_EVENT_CASE.finditer(sql)]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+def test_every_sql_copy_of_the_run_event_mapping_is_the_domain_table(dialect: str) -> None:
+    table = {state: event.value for state, event in EVENT_OF_RUN_STATE.items()}
+    found = {}
+    for name, sql in load_queries(dialect).items():
+        if cases := _run_event_cases(sql):
+            found[name] = cases
+    assert set(found) == _MAPPING_COPIES, "a query maps run states to events: list it"
+    for name, cases in found.items():
+        assert cases == [table], f"{dialect} {name}: its CASE is not EVENT_OF_RUN_STATE"
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+def test_every_query_writing_a_run_event_is_pinned(dialect: str) -> None:
+    """A new statement that writes run events to the outbox must be added to the
+    copies above (and so to these tests)."""
+    writers = {
+        name
+        for name, sql in load_queries(dialect).items()
+        if "INSERT INTO rota_webhook_deliveries" in sql and "run_state" in sql and "'run." in sql
+    }
+    assert writers == _MAPPING_COPIES | _LITERAL_COPIES
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+def test_the_fail_fast_outbox_writes_the_event_failed_maps_to(dialect: str) -> None:
+    sql = load_queries(dialect)["breaker_fail_fast"]
+    [(event, state)] = re.findall(
+        r"SELECT s\.id, '(run\.[a-z_.]+)', \w+\.id, \w+\.namespace, \w+\.handler, \w+\.queue,"
+        r" '([a-z_]+)'",
+        sql,
+    )
+    assert state == "failed"
+    assert EVENT_OF_RUN_STATE[state].value == event
+    assert f",{event}," in sql.replace("%%", "%")  # the subscription match names it too

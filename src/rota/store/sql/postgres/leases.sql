@@ -79,7 +79,9 @@ done AS (
 ),
 events AS (
     -- The webhook outbox, in this same statement (webhooks.sql, ADR 0017); the CASE
-    -- is domain/webhooks.py EVENT_OF_RUN_STATE.
+    -- is domain/webhooks.py EVENT_OF_RUN_STATE (tests/contract/test_store_webhooks.py
+    -- parses it), and reap's events CTE is this one word for word
+    -- (tests/store/test_sql_copies.py).
     INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
                                          handler, queue, run_state, attempt, occurred_at,
                                          next_attempt_at)
@@ -180,8 +182,9 @@ reaped AS (
               r.namespace, r.handler, r.queue
 ),
 events AS (
-    -- The webhook outbox, in this same statement (see complete; only dead_lettered
-    -- maps to an event here).
+    -- The webhook outbox, in this same statement: complete's events CTE, word for
+    -- word but for its source (tests/store/test_sql_copies.py); only dead_lettered
+    -- maps to an event here.
     INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
                                          handler, queue, run_state, attempt, occurred_at,
                                          next_attempt_at)

@@ -44,8 +44,9 @@ WHERE r.id = o.id AND r.fence = o.fence AND +r.state IN ('claimed', 'running')
                    SELECT handler, breaker_key FROM rota_breakers
                    WHERE state <> 'closed' OR failures > 0)))));
 -- The webhook outbox, in this same transaction (webhooks.sql, ADR 0017); the CASE is
--- domain/webhooks.py EVENT_OF_RUN_STATE. The EXISTS guard makes it nearly free when
--- nothing is subscribed.
+-- domain/webhooks.py EVENT_OF_RUN_STATE (tests/contract/test_store_webhooks.py parses
+-- it). The EXISTS guard makes it nearly free when nothing is subscribed. complete and
+-- reap share all but where the batch comes from (tests/store/test_sql_copies.py).
 INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
                                      queue, run_state, attempt, occurred_at, next_attempt_at)
 SELECT s.id, e.event_type, r.id, r.namespace, r.handler, r.queue, e.state, r.attempt,
@@ -125,8 +126,9 @@ LIMIT :limit;
 -- name: reap
 -- Writes one reaper's verdict, fenced, with a 'lost' attempt.
 -- The webhook outbox, in this same transaction (webhooks.sql, ADR 0017); the CASE is
--- domain/webhooks.py EVENT_OF_RUN_STATE. The EXISTS guard makes it nearly free when
--- nothing is subscribed.
+-- domain/webhooks.py EVENT_OF_RUN_STATE (tests/contract/test_store_webhooks.py parses
+-- it). The EXISTS guard makes it nearly free when nothing is subscribed. complete and
+-- reap share all but where the batch comes from (tests/store/test_sql_copies.py).
 INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
                                      queue, run_state, attempt, occurred_at, next_attempt_at)
 SELECT s.id, e.event_type, r.id, r.namespace, r.handler, r.queue, e.state, r.attempt,

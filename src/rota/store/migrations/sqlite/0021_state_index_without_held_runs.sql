@@ -1,0 +1,5 @@
+-- rota schema version 21 (SQLite): no step. PostgreSQL's state index leaves out held
+-- runs (its migration 19, ADR 0025); SQLite keeps its index whole (a partial index is
+-- used only when the query names the index's own condition, so its listings by state
+-- would lose it). This file is here so both dialects number their steps alike from
+-- version 22 on (ADR 0033): SQLite's 19 and 20 are PostgreSQL's 20 and 21.

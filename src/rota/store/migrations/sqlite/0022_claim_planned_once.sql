@@ -1,0 +1,5 @@
+-- rota schema version 22 (SQLite): no step. PostgreSQL plans its claim once per
+-- session (rota_claim, its migration 22, ADR 0030); SQLite plans a statement when it
+-- is prepared, Python's sqlite3 keeps prepared statements per connection, and there is
+-- nothing to change. From this version on a number is the same step in both dialects,
+-- a file with no statement where one needs nothing (ADR 0033).
