@@ -20,6 +20,8 @@ CLOCK_SLACK_SECONDS = 0.005
 
 
 class ClaimLoop(WorkerRuns):
+    """Claims as slots free up; waits for work when a claim finds none."""
+
     async def _claim_loop(self, stopping: asyncio.Task[Any]) -> None:
         backoff = 0.05
         while not stopping.done():

@@ -11,6 +11,8 @@ from rota.observe import hooks
 
 
 class Leases(WorkerBase):
+    """The lease heartbeat, and asking a run's handler to stop."""
+
     async def heartbeat(self) -> None:
         """Renew every held lease at once; act on lost leases and cancel requests."""
         held = [h for h in self._held.values() if not h.released]

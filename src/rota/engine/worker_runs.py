@@ -21,6 +21,8 @@ from rota.supervise import watched
 
 
 class WorkerRuns(WorkerBase):
+    """One task per claimed run: execute it, then record its outcome."""
+
     def _start(self, claimed: ClaimedRun) -> None:
         self.claimed_total += 1
         spec = self.registry.get(claimed.handler)

@@ -48,6 +48,8 @@ class Held:
 
 
 class WorkerBase:
+    """What every part of the worker reads and changes."""
+
     def __init__(
         self,
         store: Store,
