@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from rota.app import App
 from rota.cli.main import worker as worker_command
 from rota.engine import loops
-from rota.engine.worker import DEFAULT_CONCURRENCY, MAX_CLAIM_BATCH, WorkerOptions
+from rota.engine.worker import DEFAULT_CONCURRENCY, WorkerOptions
+from rota.engine.worker_claims import MAX_CLAIM_BATCH
 from rota.errors import InvalidArgument
 
 HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None

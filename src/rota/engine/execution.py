@@ -7,13 +7,15 @@ import asyncio
 import contextlib
 import contextvars
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import structlog
 
-from rota.context import RunContext
+from rota.context import RunContext, RunLogger
 from rota.domain.retry import DEFAULT_POLICY, GiveUp, decide
 from rota.domain.runs import ClaimedRun, Outcome, encode_json
 from rota.domain.states import AttemptOutcome, RunState
@@ -35,6 +37,30 @@ class Finished:
     # A sync handler that outlived its timeout or cancellation still holds its thread;
     # the slot stays taken until this future resolves.
     straggler: asyncio.Future[Any] | None = None
+
+
+def run_context(
+    claimed: ClaimedRun,
+    worker_id: str,
+    now: Callable[[], datetime],
+    open_transaction: Callable[[], Any] | None = None,
+) -> RunContext:
+    """The context ``claimed``'s handler is called with, by a worker and by
+    rota.testing's drain alike: the run's idempotency key (or one made of its id), a
+    log reading ``now``, and ``open_transaction`` for ``ctx.transaction()``, if any."""
+    return RunContext(
+        run_id=claimed.run_id,
+        handler=claimed.handler,
+        queue=claimed.queue,
+        attempt=claimed.attempt,
+        max_attempts=claimed.max_attempts,
+        fence=claimed.fence,
+        idempotency_key=claimed.idempotency_key or f"rota-run-{claimed.run_id}",
+        worker_id=worker_id,
+        log=RunLogger(claimed, now),
+        _open_transaction=open_transaction,
+        _step_input=claimed.step_input,
+    )
 
 
 def _error_text(exc: BaseException) -> str:

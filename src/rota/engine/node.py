@@ -21,7 +21,8 @@ from rota.config import Settings
 from rota.domain.runs import check_name
 from rota.engine.housekeeping import stand_for_leader
 from rota.engine.webhook_delivery import deliver_until
-from rota.engine.worker import Worker, WorkerOptions
+from rota.engine.worker import Worker
+from rota.engine.worker_options import WorkerOptions
 from rota.handlers import Registry
 from rota.store.port import Store
 from rota.supervise import CANCEL_WAIT_SECONDS, Restarts, cancel_and_wait, watched

@@ -2,7 +2,8 @@
 one at a time, on the App's real store, so a test sees exactly what a worker would
 have written, without a worker, a thread of its own or a wait.
 
-The same steps as a worker's (claim under a lease, :func:`rota.engine.execution.execute`,
+The same steps as a worker's (claim under a lease, the same
+:func:`rota.engine.execution.run_context` and :func:`rota.engine.execution.execute`,
 complete under the fence), minus what only matters between processes: no heartbeat
 (nothing runs long enough to need one), no batching, no live log tail. Runs whose
 retry falls due later are left waiting: move the App's :class:`~rota.FakeClock` and
@@ -19,10 +20,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from rota.context import RunContext, RunLogger
 from rota.domain.runs import ClaimedRun, Lease
 from rota.domain.states import RunState
-from rota.engine.execution import execute
+from rota.engine.execution import execute, run_context
 from rota.engine.planner import Planner
 from rota.errors import DrainLimitReached
 from rota.store.port import ClaimRequest
@@ -101,18 +101,7 @@ async def drain_async(
 
 async def _run_one(app: App, claimed: ClaimedRun, threads: ThreadPoolExecutor) -> Drained:
     store = await app.store()
-    ctx = RunContext(
-        run_id=claimed.run_id,
-        handler=claimed.handler,
-        queue=claimed.queue,
-        attempt=claimed.attempt,
-        max_attempts=claimed.max_attempts,
-        fence=claimed.fence,
-        idempotency_key=claimed.idempotency_key or f"rota-run-{claimed.run_id}",
-        worker_id=WORKER_ID,
-        log=RunLogger(claimed, app.clock.now),
-        _step_input=claimed.step_input,
-    )
+    ctx = run_context(claimed, WORKER_ID, app.clock.now)
     finished = await execute(app.registry.get(claimed.handler), claimed, ctx, threads)
     outcome = finished.outcome
     await store.complete([outcome], app.clock.db_now())
