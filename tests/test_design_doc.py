@@ -51,9 +51,3 @@ def test_the_package_map_names_every_package_and_root_module():
     modules = {p.name for p in source.glob("*.py")} - {"__main__.py", "_version.py"}
     missing = sorted((packages | modules) - named)
     assert missing == [], f"DESIGN.md's package map does not name {missing}"
-    stale = sorted(
-        name
-        for name in named
-        if name.endswith((".py", "/")) and not (source / name.rstrip("/")).exists()
-    )
-    assert stale == [], f"DESIGN.md's package map names what is not there: {stale}"
