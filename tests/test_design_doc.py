@@ -51,3 +51,11 @@ def test_the_package_map_names_every_package_and_root_module():
     modules = {p.name for p in source.glob("*.py")} - {"__main__.py", "_version.py"}
     missing = sorted((packages | modules) - named)
     assert missing == [], f"DESIGN.md's package map does not name {missing}"
+
+
+def test_the_sql_concept_list_names_every_sql_file_of_both_dialects():
+    sql = DESIGN.parent / "src" / "rota" / "store" / "sql"
+    listed = DESIGN.read_text().split("(SQL concepts: ", 1)[1].split(")", 1)[0]
+    concepts = {name.strip() for name in listed.replace("\n", " ").split(",")}
+    for dialect in ("sqlite", "postgres"):
+        assert {path.stem for path in (sql / dialect).glob("*.sql")} == concepts, dialect
