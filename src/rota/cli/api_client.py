@@ -19,6 +19,9 @@ from rota.errors import RotaError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# The namespace of the one thing a command names (a job, a workflow, an event, ...).
+namespace_option = click.option("--namespace", default="default", show_default=True)
+
 
 def api_options(command: F) -> F:
     """--url / ROTA_URL, --token / ROTA_TOKEN and --json on every API command."""

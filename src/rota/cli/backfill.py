@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from rota.cli.api_client import api_client, api_options
+from rota.cli.api_client import api_client, api_options, namespace_option
 from rota.cli.errors import fail
 from rota.cli.output import print_json
 from rota.client import RotaClient
@@ -41,7 +41,7 @@ def _instant(option: str, text: str) -> datetime:
     help="At most this many of the backfill's runs run at once.",
 )
 @click.option("--yes", is_flag=True, help=f"Go ahead with more than {CONFIRM_ABOVE} slots.")
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def backfill(
     name: str,
     url: str | None,

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rota.cli.api_client import api_client, api_options
+from rota.cli.api_client import api_client, api_options, namespace_option
 from rota.cli.errors import json_arg
 from rota.cli.output import print_json, table
 
@@ -39,7 +39,7 @@ def _event_rows(items: list[dict[str, Any]]) -> None:
 @api_options
 @click.option("--payload", default=None, help="The payload, as JSON.")
 @click.option("--id", "event_id", default=None, help="The event's id (the same id: no new run).")
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def events_publish(
     name: str,
     url: str | None,
@@ -95,7 +95,7 @@ def events_list(
 @api_options
 @click.option("--workflow", default=None, help="Start this workflow instead of a job.")
 @click.option("--where", default=None, help='A filter as JSON, e.g. {"customer.tier": "gold"}.')
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def events_subscribe(
     event: str,
     job: str | None,
@@ -123,7 +123,7 @@ def events_subscribe(
 @click.argument("job", required=False)
 @api_options
 @click.option("--workflow", default=None, help="Unsubscribe this workflow instead of a job.")
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def events_unsubscribe(
     event: str,
     job: str | None,

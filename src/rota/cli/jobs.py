@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from rota.cli.api_client import F, api_client, api_options
+from rota.cli.api_client import F, api_client, api_options, namespace_option
 from rota.cli.errors import fail, json_arg
 from rota.cli.output import print_json, table
 from rota.client import RotaClient, RunNotFinished
@@ -61,7 +61,7 @@ def jobs_list(url: str | None, token: str | None, as_json: bool, namespace: str 
 @jobs.command("show")
 @click.argument("name")
 @api_options
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def jobs_show(name: str, url: str | None, token: str | None, as_json: bool, namespace: str) -> None:
     """One job."""
     with api_client(url, token) as client:
@@ -121,7 +121,7 @@ def _job_fields(options: dict[str, Any]) -> dict[str, Any]:
 @jobs.command("create")
 @click.argument("name")
 @api_options
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 @click.option("--parameters", default=None, help="A template's JSON Schema of the payload.")
 @job_options
 def jobs_create(
@@ -148,7 +148,7 @@ def jobs_create(
 @jobs.command("update")
 @click.argument("name")
 @api_options
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 @job_options
 def jobs_update(
     name: str, url: str | None, token: str | None, as_json: bool, namespace: str, **options: Any
@@ -165,7 +165,7 @@ def jobs_update(
 @jobs.command("delete")
 @click.argument("name")
 @api_options
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def jobs_delete(
     name: str, url: str | None, token: str | None, as_json: bool, namespace: str
 ) -> None:
@@ -192,20 +192,14 @@ def _pause_command(paused: bool) -> Callable[..., None]:
 
 for _verb, _paused in (("pause", True), ("resume", False)):
     jobs.command(_verb, help=f"{_verb.capitalize()} a job's schedule.")(
-        click.argument("name")(
-            api_options(
-                click.option("--namespace", default="default", show_default=True)(
-                    _pause_command(_paused)
-                )
-            )
-        )
+        click.argument("name")(api_options(namespace_option(_pause_command(_paused))))
     )
 
 
 @jobs.command("trigger")
 @click.argument("name")
 @api_options
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 @click.option("--payload", default=None, help="JSON payload for this run only.")
 @click.option("--idempotency-key", default=None, help="Retrying with it returns the same run.")
 @click.option("--wait", type=float, default=None, help="Wait up to N s for the run to end.")

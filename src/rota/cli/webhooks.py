@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rota.cli.api_client import api_client, api_options
+from rota.cli.api_client import api_client, api_options, namespace_option
 from rota.cli.output import print_json, table
 from rota.domain.webhooks import EventType
 
@@ -58,7 +58,7 @@ def webhooks_list(url: str | None, token: str | None, as_json: bool) -> None:
 @webhooks.command("create")
 @click.argument("target")
 @click.option("--event", "events", multiple=True, required=True, type=EVENT_CHOICE)
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 @click.option("--handler", default=None, help="Only runs of this handler.")
 @click.option("--queue", default=None, help="Only runs on this queue.")
 @api_options

@@ -10,12 +10,10 @@ from typing import Any
 
 import click
 
-from rota.cli.api_client import api_client, api_options
+from rota.cli.api_client import api_client, api_options, namespace_option
 from rota.cli.errors import fail, json_arg
 from rota.cli.output import print_json, table
 from rota.domain.workflow_graph import FORMATS, render
-
-NAMESPACE = click.option("--namespace", default="default", show_default=True)
 
 
 @click.group()
@@ -86,7 +84,7 @@ def workflows_list(
 @workflows.command("start")
 @click.argument("name")
 @click.option("--payload", default=None, help="JSON payload (ctx.workflow_payload).")
-@NAMESPACE
+@namespace_option
 @api_options
 def workflows_start(
     name: str,
@@ -133,7 +131,7 @@ def workflows_runs(
 
 @workflows.command("show")
 @click.argument("target")
-@NAMESPACE
+@namespace_option
 @api_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 def workflows_show(
