@@ -199,7 +199,7 @@ async def test_a_job_that_cannot_be_read_does_not_break_the_listing(
 
 
 def test_the_cli_job_list_says_when_planning_failed() -> None:
-    from rota.cli.api_commands import _planning
+    from rota.cli.jobs import _planning
 
     assert _planning({"planning_error": None}) == "ok"
     shown = _planning(

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from rota.app import App
-from rota.cli.main import worker as worker_command
+from rota.cli.worker import worker as worker_command
 from rota.engine import loops
 from rota.engine.worker import DEFAULT_CONCURRENCY, WorkerOptions
 from rota.engine.worker_claims import MAX_CLAIM_BATCH

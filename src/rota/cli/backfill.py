@@ -10,7 +10,9 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from rota.cli.api_commands import _client, _fail, _print_json, api_options
+from rota.cli.api_client import api_client, api_options, namespace_option
+from rota.cli.errors import fail
+from rota.cli.output import print_json
 from rota.client import RotaClient
 from rota.domain.backfill import CONFIRM_ABOVE, MAX_BACKFILL_SLOTS
 
@@ -21,9 +23,9 @@ def _instant(option: str, text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        _fail(f"{option} {text!r} is not an ISO 8601 instant (e.g. 2026-10-19T00:00+02:00)", 2)
+        fail(f"{option} {text!r} is not an ISO 8601 instant (e.g. 2026-10-19T00:00+02:00)", 2)
     if value.tzinfo is None:
-        _fail(f"{option} {text!r} has no UTC offset; add one (e.g. +02:00 or Z)", 2)
+        fail(f"{option} {text!r} has no UTC offset; add one (e.g. +02:00 or Z)", 2)
     return value
 
 
@@ -39,7 +41,7 @@ def _instant(option: str, text: str) -> datetime:
     help="At most this many of the backfill's runs run at once.",
 )
 @click.option("--yes", is_flag=True, help=f"Go ahead with more than {CONFIRM_ABOVE} slots.")
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def backfill(
     name: str,
     url: str | None,
@@ -56,11 +58,11 @@ def backfill(
     safely). More than 1,000 slots need --yes; more than 10,000: split the range."""
     first, last = _instant("--from", start), _instant("--to", end)
     options: dict[str, Any] = {"namespace": namespace, "max_in_flight": max_in_flight}
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         counted = client.backfill_job(name, first, last, confirm=yes, dry_run=True, **options)
         totals = _chunks(client, name, first, last, counted["total"], yes, options, as_json)
     if as_json:
-        _print_json({"total": counted["total"], **totals})
+        print_json({"total": counted["total"], **totals})
         return
     click.echo(
         f"backfilled {name}: {counted['total']} slots, {totals['created']} runs created, "

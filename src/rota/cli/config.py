@@ -5,13 +5,13 @@ settings: a flag, else ``ROTA_*``, else the configuration file, else the default
 
 from __future__ import annotations
 
-import sys
 from dataclasses import fields
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from rota.api.settings import ApiSettings
+from rota.cli.errors import fail
 from rota.config import DEFAULTS, Settings
 from rota.config import file as config_file
 from rota.config.schema import ENTRIES, Entry, cli_entry
@@ -32,11 +32,6 @@ CLI_DEFAULTS: dict[str, Any] = {
 }
 # `rota server` works runs and stands for leader unless told not to.
 SERVER_DEFAULTS = {"embedded_worker": True, "embedded_leader": True}
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"rota: error: {message}", err=True)
-    sys.exit(code)
 
 
 def sources() -> Sources:

@@ -7,7 +7,9 @@ from typing import Any
 
 import click
 
-from rota.cli.api_commands import _client, _json_arg, _print_json, _table, api_options
+from rota.cli.api_client import api_client, api_options, namespace_option
+from rota.cli.errors import json_arg
+from rota.cli.output import print_json, table
 
 
 @click.group()
@@ -16,7 +18,7 @@ def events() -> None:
 
 
 def _event_rows(items: list[dict[str, Any]]) -> None:
-    _table(
+    table(
         ["id", "namespace", "name", "event id", "published", "runs"],
         [
             [
@@ -37,7 +39,7 @@ def _event_rows(items: list[dict[str, Any]]) -> None:
 @api_options
 @click.option("--payload", default=None, help="The payload, as JSON.")
 @click.option("--id", "event_id", default=None, help="The event's id (the same id: no new run).")
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def events_publish(
     name: str,
     url: str | None,
@@ -48,10 +50,10 @@ def events_publish(
     namespace: str,
 ) -> None:
     """Publish an event; every subscribed job whose filter matches runs once."""
-    with _client(url, token) as client:
-        published = client.publish_event(name, _json_arg("--payload", payload), event_id, namespace)
+    with api_client(url, token) as client:
+        published = client.publish_event(name, json_arg("--payload", payload), event_id, namespace)
     if as_json:
-        _print_json(published)
+        print_json(published)
         return
     event = published["event"]
     if published["created"]:
@@ -77,10 +79,10 @@ def events_list(
     cursor: str | None,
 ) -> None:
     """Published events, newest first."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         page = client.list_events(name, namespace, limit, cursor)
     if as_json:
-        _print_json(page)
+        print_json(page)
         return
     _event_rows(page["items"])
     if page["next_cursor"]:
@@ -93,7 +95,7 @@ def events_list(
 @api_options
 @click.option("--workflow", default=None, help="Start this workflow instead of a job.")
 @click.option("--where", default=None, help='A filter as JSON, e.g. {"customer.tier": "gold"}.')
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def events_subscribe(
     event: str,
     job: str | None,
@@ -106,11 +108,11 @@ def events_subscribe(
 ) -> None:
     """Run JOB (or start --workflow) once per EVENT whose payload matches --where
     (again: replace it)."""
-    with _client(url, token) as client:
-        event_filter = _json_arg("--where", where)
+    with api_client(url, token) as client:
+        event_filter = json_arg("--where", where)
         made = client.subscribe(event, job, event_filter, namespace, workflow)
     if as_json:
-        _print_json(made)
+        print_json(made)
         return
     target = f"job {made['job']}" if made["job"] else f"workflow {made['workflow']}"
     click.echo(f"{target} runs on {made['event']} where {made['filter'] or 'always'}")
@@ -121,7 +123,7 @@ def events_subscribe(
 @click.argument("job", required=False)
 @api_options
 @click.option("--workflow", default=None, help="Unsubscribe this workflow instead of a job.")
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 def events_unsubscribe(
     event: str,
     job: str | None,
@@ -132,7 +134,7 @@ def events_unsubscribe(
     namespace: str,
 ) -> None:
     """JOB (or --workflow) no longer runs on EVENT."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         client.unsubscribe(event, job, namespace, workflow)
     click.echo(f"{job or workflow} no longer runs on {event}")
 
@@ -141,12 +143,12 @@ def events_unsubscribe(
 @api_options
 def events_subscriptions(url: str | None, token: str | None, as_json: bool) -> None:
     """Which jobs run on which events."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         found = client.list_event_subscriptions()
     if as_json:
-        _print_json(found)
+        print_json(found)
         return
-    _table(
+    table(
         ["namespace", "event", "job / workflow", "filter"],
         [
             [

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from rota.cli.api_commands import _client, _print_json, _table, api_options
+from rota.cli.api_client import api_client, api_options, namespace_option
+from rota.cli.output import print_json, table
 from rota.domain.webhooks import EventType
 
 EVENT_CHOICE = click.Choice([e.value for e in EventType])
@@ -19,7 +20,7 @@ def webhooks() -> None:
 
 
 def _rows(items: list[dict[str, Any]]) -> None:
-    _table(
+    table(
         ["id", "namespace", "url", "events", "filter", "enabled", "failures"],
         [
             [
@@ -38,7 +39,7 @@ def _rows(items: list[dict[str, Any]]) -> None:
 
 def _show_secret(made: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        _print_json(made)
+        print_json(made)
         return
     _rows([made])
     click.echo(f"secret: {made['secret']}")
@@ -49,15 +50,15 @@ def _show_secret(made: dict[str, Any], as_json: bool) -> None:
 @api_options
 def webhooks_list(url: str | None, token: str | None, as_json: bool) -> None:
     """Every subscription you can see (never their secrets)."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         items = client.list_webhooks()
-    _print_json(items) if as_json else _rows(items)
+    print_json(items) if as_json else _rows(items)
 
 
 @webhooks.command("create")
 @click.argument("target")
 @click.option("--event", "events", multiple=True, required=True, type=EVENT_CHOICE)
-@click.option("--namespace", default="default", show_default=True)
+@namespace_option
 @click.option("--handler", default=None, help="Only runs of this handler.")
 @click.option("--queue", default=None, help="Only runs on this queue.")
 @api_options
@@ -72,7 +73,7 @@ def webhooks_create(
     as_json: bool,
 ) -> None:
     """Subscribe TARGET (an http(s) URL) to run events; prints the secret once."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         made = client.create_webhook(target, events, namespace, handler, queue)
     _show_secret(made, as_json)
 
@@ -95,11 +96,11 @@ def webhooks_update(
     """Change a subscription's URL or events, or enable it again after it was disabled."""
     changes: dict[str, Any] = {"url": target, "event_types": list(events) or None}
     changes["enabled"] = enabled
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         updated = client.update_webhook(
             subscription_id, **{k: v for k, v in changes.items() if v is not None}
         )
-    _print_json(updated) if as_json else _rows([updated])
+    print_json(updated) if as_json else _rows([updated])
 
 
 @webhooks.command("delete")
@@ -109,7 +110,7 @@ def webhooks_delete(
     subscription_id: int, url: str | None, token: str | None, as_json: bool
 ) -> None:
     """Delete a subscription and its delivery history."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         client.delete_webhook(subscription_id)
     click.echo(f"deleted webhook subscription {subscription_id}")
 
@@ -121,7 +122,7 @@ def webhooks_rotate(
     subscription_id: int, url: str | None, token: str | None, as_json: bool
 ) -> None:
     """A new secret, printed once; the old one keeps signing beside it for 24 hours."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         rotated = client.rotate_webhook_secret(subscription_id)
     _show_secret(rotated, as_json)
 
@@ -134,12 +135,12 @@ def webhooks_deliveries(
     subscription_id: int, limit: int, url: str | None, token: str | None, as_json: bool
 ) -> None:
     """A subscription's delivery history, newest first."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         items = client.webhook_deliveries(subscription_id, limit)
     if as_json:
-        _print_json(items)
+        print_json(items)
         return
-    _table(
+    table(
         ["id", "webhook-id", "event", "run", "state", "tries", "last status", "last error"],
         [
             [
@@ -162,6 +163,6 @@ def webhooks_deliveries(
 @api_options
 def webhooks_redeliver(delivery_id: int, url: str | None, token: str | None, as_json: bool) -> None:
     """Send a delivery again, under the same webhook-id."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         again = client.redeliver(delivery_id)
-    _print_json(again) if as_json else click.echo(f"delivery {again['id']} queued again")
+    print_json(again) if as_json else click.echo(f"delivery {again['id']} queued again")

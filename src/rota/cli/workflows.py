@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from rota.cli.api_commands import _client, _fail, _json_arg, _print_json, _table, api_options
+from rota.cli.api_client import api_client, api_options, namespace_option
+from rota.cli.errors import fail, json_arg
+from rota.cli.output import print_json, table
 from rota.domain.workflow_graph import FORMATS, render
-
-NAMESPACE = click.option("--namespace", default="default", show_default=True)
 
 
 @click.group()
@@ -25,9 +25,9 @@ def _definition_file(path: Path, namespace: str | None) -> dict[str, Any]:
     try:
         definition = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        _fail(f"--file {str(path)!r} is not a readable JSON file: {exc}", code=2)
+        fail(f"--file {str(path)!r} is not a readable JSON file: {exc}", code=2)
     if not isinstance(definition, dict):
-        _fail(
+        fail(
             f"--file {str(path)!r} holds {type(definition).__name__}; expected an object "
             "with name and steps",
             code=2,
@@ -52,10 +52,10 @@ def workflows_create(
 ) -> None:
     """Save a workflow definition (checked by the server; a name taken is replaced)."""
     definition = _definition_file(path, namespace)
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         saved = client.save_workflow(definition)
     if as_json:
-        _print_json(saved)
+        print_json(saved)
         return
     click.echo(f"{saved['namespace']}/{saved['name']}: version {saved['version']}")
 
@@ -67,12 +67,12 @@ def workflows_list(
     url: str | None, token: str | None, as_json: bool, namespace: str | None
 ) -> None:
     """The saved workflow definitions."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         found = client.list_workflows(namespace)
     if as_json:
-        _print_json(found)
+        print_json(found)
         return
-    _table(
+    table(
         ["namespace", "name", "version", "steps", "updated"],
         [
             [w["namespace"], w["name"], w["version"], len(w["steps"]), w["updated_at"]]
@@ -84,7 +84,7 @@ def workflows_list(
 @workflows.command("start")
 @click.argument("name")
 @click.option("--payload", default=None, help="JSON payload (ctx.workflow_payload).")
-@NAMESPACE
+@namespace_option
 @api_options
 def workflows_start(
     name: str,
@@ -95,11 +95,11 @@ def workflows_start(
     as_json: bool,
 ) -> None:
     """Start a run of a saved workflow; prints the workflow run's id."""
-    value = _json_arg("--payload", payload)
-    with _client(url, token) as client:
+    value = json_arg("--payload", payload)
+    with api_client(url, token) as client:
         workflow_run_id = client.start_workflow(name, value, namespace)
     if as_json:
-        _print_json({"workflow_run_id": workflow_run_id})
+        print_json({"workflow_run_id": workflow_run_id})
         return
     click.echo(workflow_run_id)
 
@@ -118,12 +118,12 @@ def workflows_runs(
     limit: int,
 ) -> None:
     """The newest workflow runs."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         found = client.list_workflow_runs(name, limit, namespace)
     if as_json:
-        _print_json(found)
+        print_json(found)
         return
-    _table(
+    table(
         ["id", "namespace", "workflow", "started", "cancelled"],
         [[r["id"], r["namespace"], r["name"], r["created_at"], r["cancelled_at"]] for r in found],
     )
@@ -131,7 +131,7 @@ def workflows_runs(
 
 @workflows.command("show")
 @click.argument("target")
-@NAMESPACE
+@namespace_option
 @api_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 def workflows_show(
@@ -139,11 +139,11 @@ def workflows_show(
 ) -> None:
     """A workflow run's steps, states and edges (TARGET is a run id: only digits), or a
     saved definition (TARGET is its name; a workflow's name is never only digits)."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         if not (target.isascii() and target.isdigit()):
             definition = client.get_workflow(target, namespace)
             if as_json:
-                _print_json(definition)
+                print_json(definition)
                 return
             click.echo(
                 f"{definition['namespace']}/{definition['name']} (version {definition['version']})"
@@ -155,7 +155,7 @@ def workflows_show(
             return
         graph = client.workflow_run_graph(int(target))
     if as_json:
-        _print_json(graph)
+        print_json(graph)
         return
     click.echo(render(graph, fmt))
 
@@ -167,9 +167,9 @@ def workflows_cancel(
     workflow_run_id: int, url: str | None, token: str | None, as_json: bool
 ) -> None:
     """Cancel every unfinished step of a workflow run."""
-    with _client(url, token) as client:
+    with api_client(url, token) as client:
         view = client.cancel_workflow_run(workflow_run_id)
     if as_json:
-        _print_json(view)
+        print_json(view)
         return
     click.echo(f"workflow run {workflow_run_id}: {view['state']}")

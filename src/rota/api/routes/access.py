@@ -10,7 +10,14 @@ from rota.api import pagination
 from rota.api.auth import Admin
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyOut, AuditOut, AuditPage
+from rota.api.schemas.access import (
+    ApiKeyCreate,
+    ApiKeyCreated,
+    ApiKeyList,
+    ApiKeyOut,
+    AuditOut,
+    AuditPage,
+)
 from rota.services import access
 
 router = APIRouter(prefix="/api/v1", tags=["access"])

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rota.api.auth import Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import Instant, Name
+from rota.api.schemas.fields import Instant, Name
 from rota.domain.backfill import CONFIRM_ABOVE, MAX_BACKFILL_SLOTS, BackfillRequest
 from rota.errors import JobNotFound
 from rota.services import backfill

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from rota.api.auth import ClusterAdmin, Reader
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import Name
+from rota.api.schemas.fields import Name
 from rota.domain.breakers import BreakerRow, BreakerState, Transition
 from rota.services import controls as control_service
 

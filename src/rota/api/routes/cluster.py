@@ -17,17 +17,17 @@ from rota import payloads
 from rota.api.auth import ClusterAdmin, Reader
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import (
+from rota.api.schemas.cluster import (
     CronInstant,
     CronPreview,
     HandlerList,
     HandlerOut,
     LeaderOut,
     LeaderState,
-    Name,
     WorkerList,
     WorkerOut,
 )
+from rota.api.schemas.fields import Name
 from rota.services import cluster as cluster_service
 from rota.services import schedules
 

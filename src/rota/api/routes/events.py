@@ -10,7 +10,8 @@ from fastapi import APIRouter, Query, Request, Response
 from rota.api import pagination
 from rota.api.auth import Manager, Publisher, Reader
 from rota.api.context import Context, StoreDep, audit_target
-from rota.api.event_schemas import (
+from rota.api.problems import AUTHENTICATED, responses
+from rota.api.schemas.events import (
     EventOut,
     EventPage,
     EventPublish,
@@ -19,8 +20,7 @@ from rota.api.event_schemas import (
     EventSubscriptionOut,
     SubscriptionPut,
 )
-from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import Name
+from rota.api.schemas.fields import Name
 from rota.domain.access import Principal
 from rota.errors import InvalidArgument
 from rota.services import events

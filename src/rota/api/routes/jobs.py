@@ -10,16 +10,9 @@ from rota import payloads
 from rota.api.auth import Manager, Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target, correlation_id
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import (
-    IdempotencyKey,
-    JobCreate,
-    JobList,
-    JobOut,
-    JobUpdate,
-    Name,
-    RunCreated,
-    TriggerRequest,
-)
+from rota.api.schemas.fields import IdempotencyKey, Name
+from rota.api.schemas.jobs import JobCreate, JobList, JobOut, JobUpdate, TriggerRequest
+from rota.api.schemas.runs import RunCreated
 from rota.domain.access import Principal
 from rota.domain.jobs import JobSpec
 from rota.errors import JobNotFound

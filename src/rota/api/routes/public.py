@@ -9,7 +9,8 @@ from fastapi import APIRouter
 from rota.api.auth import mint_token
 from rota.api.context import Context
 from rota.api.problems import ProblemException, responses
-from rota.api.schemas import DevTokenRequest, HealthOut, TokenOut
+from rota.api.schemas.access import DevTokenRequest, TokenOut
+from rota.api.schemas.cluster import HealthOut
 from rota.domain.access import ROLE_SCOPES, parse_namespaces
 from rota.errors import InvalidArgument, RotaError, StoreUnavailable
 from rota.services import health

@@ -11,14 +11,11 @@ from rota.api import pagination
 from rota.api.auth import Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target, correlation_id
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import (
-    MAX_ID,
+from rota.api.schemas.fields import MAX_ID, IdempotencyKey, Instant, Name
+from rota.api.schemas.runs import (
     AttemptOut,
     EnqueueRequest,
-    IdempotencyKey,
-    Instant,
     LogLineOut,
-    Name,
     ReplayMany,
     ReplayManyOut,
     ReplayResultOut,

@@ -14,7 +14,7 @@ from rota.api import pagination
 from rota.api.auth import Admin
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.webhook_schemas import (
+from rota.api.schemas.webhooks import (
     DeliveryOut,
     DeliveryPage,
     SubscriptionCreate,

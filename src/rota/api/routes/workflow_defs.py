@@ -11,8 +11,8 @@ from fastapi import APIRouter, Body, Query, Request
 from rota.api.auth import Manager, Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import IdempotencyKey, Name
-from rota.api.workflow_schemas import (
+from rota.api.schemas.fields import IdempotencyKey, Name
+from rota.api.schemas.workflows import (
     WorkflowCreate,
     WorkflowList,
     WorkflowOut,

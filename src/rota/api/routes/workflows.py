@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from rota.api.auth import Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas import MAX_ID, Name
+from rota.api.schemas.fields import MAX_ID, Name
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.services import workflows as workflow_service
 

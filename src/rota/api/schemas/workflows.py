@@ -10,7 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from rota.api.schemas import Instant, JobOut, Name, Request, Seconds
+from rota.api.schemas.fields import Instant, Name, Request, Seconds
+from rota.api.schemas.jobs import JobOut
 from rota.domain.jobs import Job
 from rota.domain.misfire import MisfirePolicy
 from rota.domain.workflows import MAX_STEPS, StoredWorkflow

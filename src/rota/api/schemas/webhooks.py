@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from rota.api.schemas import Name, Request
+from rota.api.schemas.fields import Name, Request
 from rota.domain.webhooks import MAX_URL_LENGTH, Delivery, EventType, Subscription
 
 Url = Annotated[

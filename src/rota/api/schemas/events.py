@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from rota.api.schemas import Name, Request
+from rota.api.schemas.fields import Name, Request
 from rota.domain.events import MAX_EVENT_ID, Event, Published, Subscription
 
 EventId = Annotated[str, Field(min_length=1, max_length=MAX_EVENT_ID, examples=["order-8812"])]

@@ -1,0 +1,53 @@
+"""The field types every body uses (names, priorities, durations, instants, the
+Idempotency-Key header) and ``Request``, the base of every request body."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import Header
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+
+from rota.domain.runs import NAME_PATTERN
+from rota.domain.values import INSTANT_RULE, in_instant_range
+from rota.domain.values import MAX_ID as MAX_ID
+
+Name = Annotated[str, Field(pattern=NAME_PATTERN.pattern, examples=["nightly-report"])]
+Priority = Annotated[int, Field(ge=1, le=10)]
+Seconds = Annotated[float, Field(gt=0, le=10 * 365 * 24 * 3600)]
+
+
+def _iso_instant(value: Any) -> Any:
+    """Instants are ISO 8601 text only: pydantic would also take a number as a unix
+    timestamp, which the schema (format: date-time) does not promise."""
+    if not isinstance(value, str | datetime) or (
+        isinstance(value, str) and not re.match(r"^\d{4}-\d{2}-\d{2}", value)
+    ):
+        raise ValueError("expected an ISO 8601 instant with a UTC offset")
+    return value
+
+
+def _in_range(value: datetime) -> datetime:
+    """The library's instant range (see rota.domain.values), as a field error."""
+    if not in_instant_range(value):
+        raise ValueError(f"expected {INSTANT_RULE}")
+    return value
+
+
+Instant = Annotated[AwareDatetime, BeforeValidator(_iso_instant), AfterValidator(_in_range)]
+# The header that makes a start safe to retry (a trigger, an enqueue, a workflow start).
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Retrying with the same key returns what the first request made.",
+    ),
+]
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")

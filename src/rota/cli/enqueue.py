@@ -1,0 +1,43 @@
+"""``rota enqueue HANDLER PAYLOAD --app ...``: one run, straight into the database."""
+
+from __future__ import annotations
+
+import click
+
+from rota.cli.app_loader import app_dir_option, load_app
+from rota.cli.errors import fail, json_arg
+from rota.cli.store_access import db_option
+from rota.errors import RotaError, StoreUnavailable
+
+
+@click.command()
+@click.argument("handler")
+@click.argument("payload", default="null")
+@click.option("--app", "app_target", required=True, help="MODULE:ATTRIBUTE of your rota.App.")
+@app_dir_option
+@db_option
+@click.option("--priority", type=int, default=None)
+@click.option("--idempotency-key", default=None)
+def enqueue(
+    handler: str,
+    payload: str,
+    app_target: str,
+    app_dir: str,
+    db: str | None,
+    priority: int | None,
+    idempotency_key: str | None,
+) -> None:
+    """Enqueue one run of HANDLER with a JSON PAYLOAD."""
+    app = load_app(app_target, app_dir)
+    if db:
+        app.settings = app.settings.with_overrides(database_url=db)
+    value = json_arg("payload", payload)
+    try:
+        run_id = app.enqueue(handler, value, priority=priority, idempotency_key=idempotency_key)
+    except StoreUnavailable as exc:
+        fail(str(exc), code=3)
+    except RotaError as exc:
+        fail(str(exc))
+    finally:
+        app.close()
+    click.echo(run_id)

@@ -1,0 +1,139 @@
+"""``rota runs ...``: runs through the HTTP API: list, show, logs, cancel, requeue. Its
+filters and its table serve ``rota dlq list`` too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from rota.cli.api_client import F, api_client, api_options
+from rota.cli.output import console, print_json, table
+
+
+@click.group()
+def runs() -> None:
+    """Runs: list, show, logs, cancel, requeue."""
+
+
+def run_filters(command: F) -> F:
+    for option in reversed(
+        [
+            click.option("--state", multiple=True, help="Repeat for several states."),
+            click.option("--job", default=None),
+            click.option("--namespace", default=None),
+            click.option("--handler", default=None),
+            click.option("--queue", default=None),
+            click.option("--tag", default=None),
+            click.option("--search", "q", default=None, help="Text in handler, job or error."),
+            click.option("--limit", type=int, default=20, show_default=True),
+            click.option("--cursor", default=None, help="next_cursor of the previous page."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def run_rows(page: dict[str, Any]) -> None:
+    table(
+        ["id", "namespace", "handler", "state", "attempt", "worker", "created (UTC)", "error"],
+        [
+            [
+                r["id"],
+                r["namespace"],
+                r["handler"],
+                r["state"],
+                f"{r['attempt']}/{r['max_attempts']}",
+                r["worker_id"],
+                r["created_at"][:19],
+                (r["error"] or "")[:60],
+            ]
+            for r in page["items"]
+        ],
+    )
+    if page.get("next_cursor"):
+        console.print(f"more: --cursor {page['next_cursor']}")
+
+
+@runs.command("list")
+@api_options
+@run_filters
+def runs_list(url: str | None, token: str | None, as_json: bool, **filters: Any) -> None:
+    """Runs, newest first."""
+    filters["state"] = list(filters["state"])
+    with api_client(url, token) as client:
+        page = client.list_runs(**filters)
+    print_json(page) if as_json else run_rows(page)
+
+
+@runs.command("show")
+@click.argument("run_id", type=int)
+@api_options
+def runs_show(run_id: int, url: str | None, token: str | None, as_json: bool) -> None:
+    """One run with its attempts."""
+    with api_client(url, token) as client:
+        detail = client.get_run(run_id)
+    if as_json:
+        print_json(detail)
+        return
+    r = detail["run"]
+    console.print(
+        f"[bold]run {r['id']}[/] {r['handler']} [bold]{r['state']}[/] "
+        f"attempt {r['attempt']}/{r['max_attempts']} fence {r['fence']}"
+    )
+    if r["error"]:
+        console.print(f"error: {r['error']}")
+    table(
+        ["attempt", "fence", "worker", "outcome", "duration s", "error"],
+        [
+            [
+                a["attempt"],
+                a["fence"],
+                a["worker_id"],
+                a["outcome"],
+                f"{a['duration_seconds']:.3f}" if a["duration_seconds"] is not None else "",
+                (a["error"] or "")[:60],
+            ]
+            for a in detail["attempts"]
+        ],
+    )
+
+
+@runs.command("logs")
+@click.argument("run_id", type=int)
+@api_options
+def runs_logs(run_id: int, url: str | None, token: str | None, as_json: bool) -> None:
+    """The lines a run's handler logged."""
+    with api_client(url, token) as client:
+        lines = client.run_logs(run_id)
+    if as_json:
+        print_json(lines)
+        return
+    for line in lines:
+        fields = " ".join(f"{k}={v}" for k, v in line["fields"].items())
+        stamp = line["at"][11:19]
+        click.echo(f"{stamp} #{line['attempt']} {line['level']:7} {line['message']} {fields}")
+
+
+@runs.command("cancel")
+@click.argument("run_id", type=int)
+@api_options
+def runs_cancel(run_id: int, url: str | None, token: str | None, as_json: bool) -> None:
+    """Cancel a waiting run, or ask a running one to stop."""
+    with api_client(url, token) as client:
+        run = client.cancel_run(run_id)
+    if as_json:
+        print_json(run)
+    else:
+        asked = " (cancel requested)" if run["cancel_requested"] else ""
+        click.echo(f"run {run['id']}: {run['state']}{asked}")
+
+
+@runs.command("requeue")
+@click.argument("run_id", type=int)
+@api_options
+def runs_requeue(run_id: int, url: str | None, token: str | None, as_json: bool) -> None:
+    """Run a finished run again as a fresh run; prints the new run's id."""
+    with api_client(url, token) as client:
+        new_id = client.requeue_run(run_id)
+    print_json({"run_id": run_id, "new_run_id": new_id}) if as_json else click.echo(new_id)
