@@ -98,6 +98,22 @@ async def test_bad_jobs_are_422_naming_the_field(
     assert (await client.get("/api/v1/jobs", headers=admin)).json()["items"] == []
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/dlq/replay", {"run_ids": [True]}, "run_ids"),
+        ("/api/v1/runs", {"handler": "noop", "priority": True}, "priority"),
+        ("/api/v1/runs", {"handler": "noop", "timeout_seconds": False}, "timeout_seconds"),
+    ],
+)
+async def test_true_and_false_are_not_numbers(
+    path: str, body: dict[str, object], field: str, client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    response = await client.post(path, json=body, headers=admin)
+    assert response.status_code == 422, response.text
+    assert f"{field} takes numbers, not true or false" in response.text
+
+
 async def test_malformed_json_is_400(client: httpx.AsyncClient, admin: dict[str, str]) -> None:
     response = await client.post(
         "/api/v1/jobs", content=b'{"name": ', headers={**admin, "Content-Type": "application/json"}

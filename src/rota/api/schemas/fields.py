@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from fastapi import Header
-from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from rota.domain.runs import NAME_PATTERN
 from rota.domain.values import INSTANT_RULE, in_instant_range
@@ -51,3 +59,32 @@ IdempotencyKey = Annotated[
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans_as_numbers(cls, data: Any) -> Any:
+        """JSON's true is not the number 1: lax validation would take ``[true]`` as the
+        run ids [1]. Refused for every number field (and list of numbers) of a body."""
+        if isinstance(data, dict):
+            for name, value in data.items():
+                field = cls.model_fields.get(name)
+                if field is not None and _numeric(field.annotation) and _holds_bool(value):
+                    raise ValueError(f"{name} takes numbers, not true or false")
+        return data
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field's type holds ints or floats and never a bool."""
+    found: set[Any] = set()
+    pending = [annotation]
+    while pending:
+        kind = pending.pop()
+        found.add(kind)
+        pending.extend(get_args(kind))
+    return bool(found & {int, float}) and bool not in found
+
+
+def _holds_bool(value: Any) -> bool:
+    return isinstance(value, bool) or (
+        isinstance(value, list) and any(isinstance(item, bool) for item in value)
+    )
