@@ -316,9 +316,9 @@ def test_the_mapping_copies_fall_back_to_the_broader_event(dialect: str, query: 
     sql = " ".join(load_queries(dialect)[query].replace("%%", "%").split())
     [(narrow, broad)] = BROADER_EVENT.items()  # the SQL spells one fallback
     alias = "d" if dialect == "postgres" else "e"
-    assert (
-        f"OR ({alias}.event_type = '{narrow}' AND s.event_types LIKE '%,{broad},%')" in sql
-    ), "the join takes the broader type's subscribers"
+    assert f"OR ({alias}.event_type = '{narrow}' AND s.event_types LIKE '%,{broad},%')" in sql, (
+        "the join takes the broader type's subscribers"
+    )
     assert (
         f"CASE WHEN s.event_types LIKE '%,' || {alias}.event_type || ',%'"
         f" THEN {alias}.event_type ELSE '{broad}' END" in sql

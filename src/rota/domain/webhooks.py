@@ -69,6 +69,8 @@ def delivered_as(event: EventType, subscribed: Iterable[EventType]) -> EventType
         return event
     broader = BROADER_EVENT.get(event)
     return broader if broader in wanted else None
+
+
 # The breaker transitions that cause an event: every opening (from closed, or a
 # failed probe reopening it) and every close of a breaker that was not closed. The
 # claim's move to half-open and a reset of a closed breaker cause none.
