@@ -3,6 +3,7 @@ namespaces isolating subscriptions, delivery history and redelivery."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import httpx
@@ -10,6 +11,10 @@ import pytest
 
 import rota
 from rota.asgi import create_api
+from rota.domain.runs import NewRun
+from rota.store.port import Store
+from rota.store.sql_store import SqlStore
+from rota.store.webhook_port import WebhookStore
 from tests.webhooks.support import finish_runs
 
 from .conftest import Token, api_settings, serving
@@ -109,3 +114,43 @@ async def test_delivery_history_and_redelivery(
     other = auth(namespaces=("team-b",))
     redeliver_other = f"/api/v1/webhooks/deliveries/{delivery['id']}/redeliver"
     assert (await client.post(redeliver_other, headers=other)).status_code == 404
+
+
+async def test_every_outcome_can_be_subscribed_to_and_a_cancel_is_delivered(
+    private_ok: tuple[rota.App, httpx.AsyncClient], auth: Token
+) -> None:
+    """The new outcome events are accepted (the schema's list is EventType's), stored as
+    asked, and a cancel through the API enters the outbox as run.cancelled: the run's
+    columns, never its payload."""
+    app, client = private_ok
+    admin = auth()
+    outcomes = ["run.cancelled", "run.retrying", "run.timed_out", "run.skipped"]
+    body = {**SUBSCRIPTION, "event_types": outcomes}
+    created = await client.post("/api/v1/webhooks", json=body, headers=admin)
+    assert created.status_code == 201, created.text
+    assert created.json()["event_types"] == sorted(outcomes)
+    sub_id = created.json()["id"]
+    store = await app.store()
+    [enqueued] = await store.enqueue(
+        [NewRun(handler="job", payload_json='{"card": "4111-secret"}')], None
+    )
+    cancelled = await client.post(f"/api/v1/runs/{enqueued.run_id}/cancel", headers=admin)
+    assert cancelled.status_code == 200, cancelled.text
+    page = await client.get(f"/api/v1/webhooks/{sub_id}/deliveries", headers=admin)
+    [delivery] = page.json()["items"]
+    assert (delivery["event_type"], delivery["run_id"]) == ("run.cancelled", enqueued.run_id)
+    assert "4111-secret" not in page.text
+    [stored] = await hooks_of(store).list_deliveries(sub_id, None, 10)
+    assert json.loads(stored.body())["data"] == {
+        "run_id": enqueued.run_id,
+        "namespace": "default",
+        "handler": "job",
+        "queue": "default",
+        "state": "cancelled",
+        "attempt": 0,
+    }
+
+
+def hooks_of(store: Store) -> WebhookStore:
+    assert isinstance(store, SqlStore)
+    return store

@@ -11,6 +11,7 @@ import pytest
 
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.webhooks import (
+    BROADER_EVENT,
     EVENT_OF_RUN_STATE,
     DeliveryResult,
     DeliveryState,
@@ -27,7 +28,7 @@ from rota.store.webhook_port import WebhookStore
 from .support import T0, at, claim_one, enqueue_one, finished, retrying, succeeded
 
 SECRET = new_secret(b"k" * 32)
-ALL_RUN_EVENTS = (EventType.RUN_SUCCEEDED, EventType.RUN_FAILED, EventType.RUN_DEAD_LETTERED)
+ALL_RUN_EVENTS = tuple(e for e in EventType if e.value.startswith("run."))
 
 
 def spec(**fields: Any) -> SubscriptionSpec:
@@ -78,6 +79,8 @@ async def test_subscription_round_trip(store: Store) -> None:
         (RunState.FAILED, AttemptOutcome.FAILED),
         (RunState.TIMED_OUT, AttemptOutcome.TIMED_OUT),
         (RunState.DEAD_LETTERED, AttemptOutcome.FAILED),
+        (RunState.RETRYING, AttemptOutcome.FAILED),
+        (RunState.RETRYING, AttemptOutcome.TIMED_OUT),
     ],
 )
 async def test_completion_writes_the_event_its_state_maps_to(
@@ -110,14 +113,16 @@ async def test_only_matching_subscriptions_get_the_event(store: Store) -> None:
         assert await hooks(store).list_deliveries(sub.id, None, 10) == []
 
 
-async def test_retrying_and_stale_completions_write_no_event(store: Store) -> None:
+async def test_a_stale_completion_writes_no_event(store: Store) -> None:
     sub = await hooks(store).create_subscription(spec(), SECRET, T0)
     await enqueue_one(store, T0)
     claimed = await claim_one(store, T0)
     await store.complete([retrying(claimed)], at(1))
+    [retried] = await hooks(store).list_deliveries(sub.id, None, 10)
+    assert retried.event_type is EventType.RUN_RETRYING
     # The same fence again is stale: no run changes, so no event.
     await store.complete([succeeded(claimed)], at(2))
-    assert await hooks(store).list_deliveries(sub.id, None, 10) == []
+    assert await hooks(store).list_deliveries(sub.id, None, 10) == [retried]
 
 
 async def test_reaper_dead_lettering_writes_the_event(store: Store) -> None:
@@ -236,8 +241,9 @@ async def test_finished_deliveries_are_pruned_after_the_retention(store: Store) 
 # -- the SQL copies of EVENT_OF_RUN_STATE (issue 26) ----------------------------------
 # The completion and the reaper write the outbox in SQL, each with a CASE mapping the
 # run's new state to its event: four copies of the domain table (two per dialect), and
-# the fail-fast statement writes 'failed' with its event as literals. These tests parse
-# every copy, so a change to the table that misses one fails here.
+# the statements that move runs into one state only (a fail-fast, a cancel, a skip)
+# write that state and its event as literals. These tests parse every copy, so a change
+# to the table that misses one fails here.
 
 _RUN_EVENT_CASE = re.compile(
     r"CASE\s+(?P<operand>[^\s].*?)\s+(?P<arms>(?:WHEN\s+'[a-z_]+'\s+THEN\s+'run\.[a-z_.]+'\s+)+)"
@@ -247,7 +253,17 @@ _RUN_EVENT_CASE = re.compile(
 _ARM = re.compile(r"WHEN\s+'([a-z_]+)'\s+THEN\s+'(run\.[a-z_.]+)'")
 # Where the copies are: a query that writes a run's event must be listed here.
 _MAPPING_COPIES = {"complete", "reap"}
-_LITERAL_COPIES = {"breaker_fail_fast"}
+# The one-state writers, and the state each writes (tests/contract/
+# test_store_outcome_events.py drives each of them on both stores).
+_LITERAL_COPIES = {
+    "breaker_fail_fast": "failed",
+    "release": "cancelled",  # a released run asked to cancel
+    "cancel_waiting": "cancelled",
+    "expire_deadlines": "cancelled",
+    "cancel_workflow_run": "cancelled",
+    "overlap_skip": "skipped",
+    "settle_step": "skipped",  # a skipped step (a map's settling writes none)
+}
 
 
 def _run_event_cases(sql: str) -> list[dict[str, str]]:
@@ -275,17 +291,35 @@ def test_every_query_writing_a_run_event_is_pinned(dialect: str) -> None:
         for name, sql in load_queries(dialect).items()
         if "INSERT INTO rota_webhook_deliveries" in sql and "run_state" in sql and "'run." in sql
     }
-    assert writers == _MAPPING_COPIES | _LITERAL_COPIES
+    assert writers == _MAPPING_COPIES | set(_LITERAL_COPIES)
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
-def test_the_fail_fast_outbox_writes_the_event_failed_maps_to(dialect: str) -> None:
-    sql = load_queries(dialect)["breaker_fail_fast"]
+@pytest.mark.parametrize("query", sorted(_LITERAL_COPIES))
+def test_a_one_state_outbox_writes_the_event_its_state_maps_to(dialect: str, query: str) -> None:
+    sql = load_queries(dialect)[query]
     [(event, state)] = re.findall(
         r"SELECT s\.id, '(run\.[a-z_.]+)', \w+\.id, \w+\.namespace, \w+\.handler, \w+\.queue,"
-        r" '([a-z_]+)'",
+        r"\s+'([a-z_]+)'",
         sql,
     )
-    assert state == "failed"
+    assert state == _LITERAL_COPIES[query]
     assert EVENT_OF_RUN_STATE[state].value == event
     assert f",{event}," in sql.replace("%%", "%")  # the subscription match names it too
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+@pytest.mark.parametrize("query", sorted(_MAPPING_COPIES))
+def test_the_mapping_copies_fall_back_to_the_broader_event(dialect: str, query: str) -> None:
+    """domain/webhooks.py delivered_as in SQL: the join also takes a subscription that
+    names only the broader type, and the row written then carries that type."""
+    sql = " ".join(load_queries(dialect)[query].replace("%%", "%").split())
+    [(narrow, broad)] = BROADER_EVENT.items()  # the SQL spells one fallback
+    alias = "d" if dialect == "postgres" else "e"
+    assert f"OR ({alias}.event_type = '{narrow}' AND s.event_types LIKE '%,{broad},%')" in sql, (
+        "the join takes the broader type's subscribers"
+    )
+    assert (
+        f"CASE WHEN s.event_types LIKE '%,' || {alias}.event_type || ',%'"
+        f" THEN {alias}.event_type ELSE '{broad}' END" in sql
+    ), "the row carries the broader type for them"

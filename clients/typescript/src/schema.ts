@@ -1400,7 +1400,7 @@ export interface components {
          * EventType
          * @enum {string}
          */
-        EventType: "run.succeeded" | "run.failed" | "run.dead_lettered" | "workflow.finished" | "breaker.opened" | "breaker.closed";
+        EventType: "run.succeeded" | "run.failed" | "run.dead_lettered" | "run.cancelled" | "run.retrying" | "run.timed_out" | "run.skipped" | "workflow.finished" | "breaker.opened" | "breaker.closed";
         /** FieldProblem */
         FieldProblem: {
             /** Field */

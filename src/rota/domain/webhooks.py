@@ -21,9 +21,15 @@ from rota.errors import InvalidArgument, RotaError
 
 
 class EventType(StrEnum):
+    # A run's events: one per move into the state named (EVENT_OF_RUN_STATE), data the
+    # run's columns (Delivery.body), never its payload or result.
     RUN_SUCCEEDED = "run.succeeded"
-    RUN_FAILED = "run.failed"  # failed permanently or timed out without retry
+    RUN_FAILED = "run.failed"  # failed permanently (and see BROADER_EVENT)
     RUN_DEAD_LETTERED = "run.dead_lettered"
+    RUN_CANCELLED = "run.cancelled"  # by request, a workflow's cancel or a missed deadline
+    RUN_RETRYING = "run.retrying"  # an attempt failed or timed out and another is due
+    RUN_TIMED_OUT = "run.timed_out"  # its last attempt ran out of time
+    RUN_SKIPPED = "run.skipped"  # an overlap policy or a workflow's trigger rule left it out
     # Once per finish of a workflow run, written by the transaction that made its
     # derived state final (store/core/workflows.py); data: id, name, state, duration.
     WORKFLOW_FINISHED = "workflow.finished"
@@ -36,14 +42,35 @@ class EventType(StrEnum):
 
 
 # The run states that cause an event. The completion and reap SQL (sql/*/leases.sql)
-# spell the same mapping as a CASE; tests/contract/test_store_webhooks.py holds them
-# to this table.
+# spell the same mapping as a CASE; the statements that can write one state only
+# (a cancel, a skip, ...) name its event as literals. tests/contract/test_store_webhooks.py
+# holds every copy to this table.
 EVENT_OF_RUN_STATE: dict[str, EventType] = {
     "succeeded": EventType.RUN_SUCCEEDED,
     "failed": EventType.RUN_FAILED,
-    "timed_out": EventType.RUN_FAILED,
+    "timed_out": EventType.RUN_TIMED_OUT,
     "dead_lettered": EventType.RUN_DEAD_LETTERED,
+    "cancelled": EventType.RUN_CANCELLED,
+    "retrying": EventType.RUN_RETRYING,
+    "skipped": EventType.RUN_SKIPPED,
 }
+# An event that narrows an older one: a subscription that names the broader type but
+# not the narrower one gets the event under the broader type, as it did before the
+# narrower one existed (a timed-out run was a run.failed until run.timed_out came).
+# A subscription naming both gets it once, under its own type. Spelled in the same SQL
+# as the CASE (complete, reap), held to this table by the same tests.
+BROADER_EVENT: dict[EventType, EventType] = {EventType.RUN_TIMED_OUT: EventType.RUN_FAILED}
+
+
+def delivered_as(event: EventType, subscribed: Iterable[EventType]) -> EventType | None:
+    """The type a subscription to ``subscribed`` receives ``event`` as (None: not at all)."""
+    wanted = set(subscribed)
+    if event in wanted:
+        return event
+    broader = BROADER_EVENT.get(event)
+    return broader if broader in wanted else None
+
+
 # The breaker transitions that cause an event: every opening (from closed, or a
 # failed probe reopening it) and every close of a breaker that was not closed. The
 # claim's move to half-open and a reset of a closed breaker cause none.

@@ -180,7 +180,24 @@ SELECT id FROM failed;
 -- Slot runs whose job's overlap policy leaves them out (ADR 0029): Skipped at once, the
 -- reason in error, no attempt made; the partition key moves them to history. Only
 -- Pending runs: a retry of an earlier run waits for the key instead.
-UPDATE rota_runs
-SET state = 'skipped', error = %(error)s, finished_at = COALESCE(%(now)s::timestamptz, now())
-WHERE id = ANY(%(ids)b::bigint[]) AND state = 'pending'
-RETURNING id;
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+skipped AS (
+    UPDATE rota_runs r
+    SET state = 'skipped', error = %(error)s, finished_at = t.now
+    FROM t
+    WHERE r.id = ANY(%(ids)b::bigint[]) AND r.state = 'pending'
+    RETURNING r.id, r.namespace, r.handler, r.queue, r.attempt
+),
+events AS (
+    -- run.skipped enters the webhook outbox in this same statement (ADR 0017).
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, 'run.skipped', d.id, d.namespace, d.handler, d.queue, 'skipped', d.attempt,
+           t.now, t.now
+    FROM t, skipped d
+    JOIN rota_webhook_subscriptions s
+      ON s.enabled AND s.namespace = d.namespace AND s.event_types LIKE '%%,run.skipped,%%'
+     AND (s.handler IS NULL OR s.handler = d.handler) AND (s.queue IS NULL OR s.queue = d.queue)
+)
+SELECT id FROM skipped;

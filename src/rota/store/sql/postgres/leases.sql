@@ -85,17 +85,24 @@ events AS (
     INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
                                          handler, queue, run_state, attempt, occurred_at,
                                          next_attempt_at)
-    SELECT s.id, d.event_type, d.id, d.namespace, d.handler, d.queue, d.state, d.attempt,
-           t.now, t.now
+    SELECT s.id, CASE WHEN s.event_types LIKE '%%,' || d.event_type || ',%%'
+                      THEN d.event_type ELSE 'run.failed' END,
+           d.id, d.namespace, d.handler, d.queue, d.state, d.attempt, t.now, t.now
     FROM (SELECT *, CASE state WHEN 'succeeded' THEN 'run.succeeded'
                                WHEN 'failed' THEN 'run.failed'
-                               WHEN 'timed_out' THEN 'run.failed'
+                               WHEN 'timed_out' THEN 'run.timed_out'
                                WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                               WHEN 'cancelled' THEN 'run.cancelled'
+                               WHEN 'retrying' THEN 'run.retrying'
+                               WHEN 'skipped' THEN 'run.skipped'
                                END AS event_type
           FROM done) d
     CROSS JOIN t
+    -- domain/webhooks.py delivered_as: a subscription naming run.failed but not
+    -- run.timed_out gets a timed-out run as run.failed (BROADER_EVENT).
     JOIN rota_webhook_subscriptions s
       ON s.event_types LIKE '%%,' || d.event_type || ',%%'
+         OR (d.event_type = 'run.timed_out' AND s.event_types LIKE '%%,run.failed,%%')
     WHERE EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled)
       AND s.enabled AND s.namespace = d.namespace
       AND (s.handler IS NULL OR s.handler = d.handler)
@@ -138,7 +145,21 @@ released AS (
     FROM unnest(%(id)b::bigint[], %(fence)b::bigint[]) AS l(id, fence), t
     WHERE r.id = l.id AND r.fence = l.fence AND r.state || '' IN ('claimed', 'running')
       AND r.state IN ('pending', 'claimed', 'running', 'retrying', 'waiting')
-    RETURNING r.id, r.fence, r.attempt + 1 AS attempt, r.worker_id, r.started_at
+    RETURNING r.id, r.fence, r.attempt + 1 AS attempt, r.worker_id, r.started_at,
+              r.state, r.namespace, r.handler, r.queue
+),
+events AS (
+    -- run.cancelled enters the webhook outbox in this same statement (ADR 0017).
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, 'run.cancelled', d.id, d.namespace, d.handler, d.queue, 'cancelled', d.attempt,
+           t.now, t.now
+    FROM t, released d
+    JOIN rota_webhook_subscriptions s
+      ON s.enabled AND s.namespace = d.namespace AND s.event_types LIKE '%%,run.cancelled,%%'
+     AND (s.handler IS NULL OR s.handler = d.handler) AND (s.queue IS NULL OR s.queue = d.queue)
+    WHERE d.state = 'cancelled'
 ),
 recorded AS (
     INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finished_at,
@@ -184,21 +205,28 @@ reaped AS (
 events AS (
     -- The webhook outbox, in this same statement: complete's events CTE, word for
     -- word but for its source (tests/store/test_sql_copies.py); only dead_lettered
-    -- maps to an event here.
+    -- and cancelled map to an event here.
     INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
                                          handler, queue, run_state, attempt, occurred_at,
                                          next_attempt_at)
-    SELECT s.id, d.event_type, d.id, d.namespace, d.handler, d.queue, d.state, d.attempt,
-           t.now, t.now
+    SELECT s.id, CASE WHEN s.event_types LIKE '%%,' || d.event_type || ',%%'
+                      THEN d.event_type ELSE 'run.failed' END,
+           d.id, d.namespace, d.handler, d.queue, d.state, d.attempt, t.now, t.now
     FROM (SELECT *, CASE state WHEN 'succeeded' THEN 'run.succeeded'
                                WHEN 'failed' THEN 'run.failed'
-                               WHEN 'timed_out' THEN 'run.failed'
+                               WHEN 'timed_out' THEN 'run.timed_out'
                                WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                               WHEN 'cancelled' THEN 'run.cancelled'
+                               WHEN 'retrying' THEN 'run.retrying'
+                               WHEN 'skipped' THEN 'run.skipped'
                                END AS event_type
           FROM reaped) d
     CROSS JOIN t
+    -- domain/webhooks.py delivered_as: a subscription naming run.failed but not
+    -- run.timed_out gets a timed-out run as run.failed (BROADER_EVENT).
     JOIN rota_webhook_subscriptions s
       ON s.event_types LIKE '%%,' || d.event_type || ',%%'
+         OR (d.event_type = 'run.timed_out' AND s.event_types LIKE '%%,run.failed,%%')
     WHERE EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled)
       AND s.enabled AND s.namespace = d.namespace
       AND (s.handler IS NULL OR s.handler = d.handler)

@@ -66,11 +66,27 @@ ORDER BY l.n
 RETURNING id;
 
 -- name: cancel_waiting
-UPDATE rota_runs
-SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now()),
-    error = %(error)s
-WHERE id = %(id)s AND state IN ('pending', 'retrying')
-RETURNING id;
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+cancelled AS (
+    UPDATE rota_runs r
+    SET state = 'cancelled', finished_at = t.now, error = %(error)s
+    FROM t
+    WHERE r.id = %(id)s AND r.state IN ('pending', 'retrying')
+    RETURNING r.id, r.namespace, r.handler, r.queue, r.attempt
+),
+events AS (
+    -- run.cancelled enters the webhook outbox in this same statement (ADR 0017).
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, 'run.cancelled', d.id, d.namespace, d.handler, d.queue, 'cancelled', d.attempt,
+           t.now, t.now
+    FROM t, cancelled d
+    JOIN rota_webhook_subscriptions s
+      ON s.enabled AND s.namespace = d.namespace AND s.event_types LIKE '%%,run.cancelled,%%'
+     AND (s.handler IS NULL OR s.handler = d.handler) AND (s.queue IS NULL OR s.queue = d.queue)
+)
+SELECT id FROM cancelled;
 
 -- name: request_cancel_active
 UPDATE rota_runs SET cancel_requested = true

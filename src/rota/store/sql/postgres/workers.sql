@@ -20,11 +20,27 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: expire_deadlines
 -- A run not started by its deadline never runs (its error: domain/settle.py).
-UPDATE rota_runs r
-SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now()), error = e.error
-FROM unnest(%(id)b::bigint[], %(error)b::text[]) AS e(id, error)
-WHERE r.id = e.id AND r.state = 'pending' AND r.attempt = 0
-RETURNING r.id;
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+expired AS (
+    UPDATE rota_runs r
+    SET state = 'cancelled', finished_at = t.now, error = e.error
+    FROM unnest(%(id)b::bigint[], %(error)b::text[]) AS e(id, error), t
+    WHERE r.id = e.id AND r.state = 'pending' AND r.attempt = 0
+    RETURNING r.id, r.namespace, r.handler, r.queue, r.attempt
+),
+events AS (
+    -- run.cancelled enters the webhook outbox in this same statement (ADR 0017).
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, 'run.cancelled', d.id, d.namespace, d.handler, d.queue, 'cancelled', d.attempt,
+           t.now, t.now
+    FROM t, expired d
+    JOIN rota_webhook_subscriptions s
+      ON s.enabled AND s.namespace = d.namespace AND s.event_types LIKE '%%,run.cancelled,%%'
+     AND (s.handler IS NULL OR s.handler = d.handler) AND (s.queue IS NULL OR s.queue = d.queue)
+)
+SELECT id FROM expired;
 
 -- name: register_worker
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now)

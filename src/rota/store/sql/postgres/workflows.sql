@@ -90,12 +90,31 @@ WHERE id = %(id)s AND state = 'waiting'
 RETURNING id;
 
 -- name: settle_step
--- A Waiting step skipped, or a map settled once its items finished.
-UPDATE rota_runs
-SET state = %(state)s, result = %(result)s::jsonb, error = %(error)s,
-    finished_at = COALESCE(%(now)s::timestamptz, now())
-WHERE id = %(id)s AND state = 'waiting'
-RETURNING id;
+-- A Waiting step skipped, or a map settled once its items finished. A skip is the
+-- step's outcome and writes run.skipped; a map's settling is not a run's outcome of its
+-- own: no event.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+settled AS (
+    UPDATE rota_runs r
+    SET state = %(state)s, result = %(result)s::jsonb, error = %(error)s, finished_at = t.now
+    FROM t
+    WHERE r.id = %(id)s AND r.state = 'waiting'
+    RETURNING r.id, r.namespace, r.handler, r.queue, r.attempt, r.state
+),
+events AS (
+    -- run.skipped enters the webhook outbox in this same statement (ADR 0017).
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, 'run.skipped', d.id, d.namespace, d.handler, d.queue, 'skipped', d.attempt,
+           t.now, t.now
+    FROM t, settled d
+    JOIN rota_webhook_subscriptions s
+      ON s.enabled AND s.namespace = d.namespace AND s.event_types LIKE '%%,run.skipped,%%'
+     AND (s.handler IS NULL OR s.handler = d.handler) AND (s.queue IS NULL OR s.queue = d.queue)
+    WHERE d.state = 'skipped'
+)
+SELECT id FROM settled;
 
 -- name: open_map
 UPDATE rota_runs SET open_items = %(count)s, step_input = %(step_input)s::jsonb
@@ -117,16 +136,33 @@ SELECT coalesce(sum(CASE WHEN state IN ('waiting', 'pending', 'retrying', 'claim
 FROM rota_runs WHERE workflow_run_id = %(id)s;
 
 -- name: cancel_workflow_run
-WITH marked AS (
-    UPDATE rota_workflow_runs
-    SET cancelled_at = COALESCE(cancelled_at, COALESCE(%(now)s::timestamptz, now()))
-    WHERE id = %(id)s
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+marked AS (
+    UPDATE rota_workflow_runs w
+    SET cancelled_at = COALESCE(w.cancelled_at, t.now)
+    FROM t
+    WHERE w.id = %(id)s
+),
+cancelled AS (
+    UPDATE rota_runs r
+    SET state = 'cancelled', finished_at = t.now, error = %(error)s
+    FROM t
+    WHERE r.workflow_run_id = %(id)s AND r.state IN ('waiting', 'pending', 'retrying')
+    RETURNING r.id, r.namespace, r.handler, r.queue, r.attempt
+),
+events AS (
+    -- run.cancelled enters the webhook outbox in this same statement (ADR 0017).
+    INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace,
+                                         handler, queue, run_state, attempt, occurred_at,
+                                         next_attempt_at)
+    SELECT s.id, 'run.cancelled', d.id, d.namespace, d.handler, d.queue, 'cancelled', d.attempt,
+           t.now, t.now
+    FROM t, cancelled d
+    JOIN rota_webhook_subscriptions s
+      ON s.enabled AND s.namespace = d.namespace AND s.event_types LIKE '%%,run.cancelled,%%'
+     AND (s.handler IS NULL OR s.handler = d.handler) AND (s.queue IS NULL OR s.queue = d.queue)
 )
-UPDATE rota_runs
-SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now()),
-    error = %(error)s
-WHERE workflow_run_id = %(id)s AND state IN ('waiting', 'pending', 'retrying')
-RETURNING id;
+SELECT id FROM cancelled;
 
 -- name: cancel_workflow_active
 UPDATE rota_runs SET cancel_requested = true

@@ -192,6 +192,16 @@ RETURNING id;
 -- Slot runs whose job's overlap policy leaves them out (ADR 0029): Skipped at once, the
 -- reason in error, no attempt made; the trigger moves them to history. Only Pending
 -- runs: a retry of an earlier run waits for the key instead.
+-- run.skipped enters the webhook outbox in this same transaction (ADR 0017).
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at)
+SELECT s.id, 'run.skipped', r.id, r.namespace, r.handler, r.queue, 'skipped', r.attempt,
+       :now, :now
+FROM rota_runs_live r
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace AND s.event_types LIKE '%,run.skipped,%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE r.id IN (SELECT value FROM json_each(:ids)) AND r.state = 'pending';
 UPDATE rota_runs_live
 SET state = 'skipped', error = :error, finished_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'pending'

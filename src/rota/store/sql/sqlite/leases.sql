@@ -49,24 +49,36 @@ WHERE r.id = o.id AND r.fence = o.fence AND +r.state IN ('claimed', 'running')
 -- reap share all but where the batch comes from (tests/store/test_sql_copies.py).
 INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
                                      queue, run_state, attempt, occurred_at, next_attempt_at)
-SELECT s.id, e.event_type, r.id, r.namespace, r.handler, r.queue, e.state, r.attempt,
-       :now, :now
-FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence, value ->> 'state' AS state,
-             CASE value ->> 'state' WHEN 'succeeded' THEN 'run.succeeded'
-                                    WHEN 'failed' THEN 'run.failed'
-                                    WHEN 'timed_out' THEN 'run.failed'
-                                    WHEN 'dead_lettered' THEN 'run.dead_lettered'
-                                    END AS event_type
-      FROM json_each(:items)) AS e
+SELECT s.id, CASE WHEN s.event_types LIKE '%,' || e.event_type || ',%' THEN e.event_type
+                  ELSE 'run.failed' END,
+       r.id, r.namespace, r.handler, r.queue, e.state, r.attempt, :now, :now
+FROM (SELECT id, fence, state,
+             CASE state WHEN 'succeeded' THEN 'run.succeeded'
+                        WHEN 'failed' THEN 'run.failed'
+                        WHEN 'timed_out' THEN 'run.timed_out'
+                        WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                        WHEN 'cancelled' THEN 'run.cancelled'
+                        WHEN 'retrying' THEN 'run.retrying'
+                        WHEN 'skipped' THEN 'run.skipped'
+                        END AS event_type
+      -- The state the UPDATE below writes (domain/settle.py completed_state).
+      FROM (SELECT value ->> 'id' AS id, value ->> 'fence' AS fence,
+                   CASE WHEN value ->> 'state' IN ('retrying', 'succeeded')
+                         AND (SELECT cancel_requested FROM rota_runs_live
+                              WHERE id = value ->> 'id')
+                        THEN 'cancelled' ELSE value ->> 'state' END AS state
+            FROM json_each(:items))) AS e
 CROSS JOIN rota_runs_live r
 JOIN rota_attempts a ON a.run_id = r.id AND a.fence = r.fence
+-- domain/webhooks.py delivered_as: a subscription naming run.failed but not
+-- run.timed_out gets a timed-out run as run.failed (BROADER_EVENT).
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
- AND s.event_types LIKE '%,' || e.event_type || ',%'
+ AND (s.event_types LIKE '%,' || e.event_type || ',%'
+      OR (e.event_type = 'run.timed_out' AND s.event_types LIKE '%,run.failed,%'))
  AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
 WHERE r.id = e.id AND r.fence = e.fence AND +r.state IN ('claimed', 'running')
   AND e.event_type IS NOT NULL
-  AND NOT (e.state = 'succeeded' AND r.cancel_requested)  -- it ends cancelled, below
   AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);
 UPDATE rota_runs_live
 -- domain/settle.py completed_state: a cancel request outranks a retry and a success
@@ -106,6 +118,18 @@ INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at, finish
 SELECT id, fence, attempt, worker_id, started_at, :now, 'released', :attempt_error
 FROM rota_runs_live
 WHERE id = :id AND fence = :fence AND state IN ('claimed', 'running');
+-- A run asked to cancel ends cancelled: run.cancelled enters the webhook outbox in this
+-- same transaction (ADR 0017).
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at)
+SELECT s.id, 'run.cancelled', r.id, r.namespace, r.handler, r.queue, 'cancelled', r.attempt,
+       :now, :now
+FROM rota_runs_live r
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace AND s.event_types LIKE '%,run.cancelled,%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE r.id = :id AND r.fence = :fence AND r.state IN ('claimed', 'running')
+  AND r.cancel_requested;
 UPDATE rota_runs_live
 -- domain/settle.py released_state
 SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'pending' END,
@@ -131,18 +155,23 @@ LIMIT :limit;
 -- reap share all but where the batch comes from (tests/store/test_sql_copies.py).
 INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
                                      queue, run_state, attempt, occurred_at, next_attempt_at)
-SELECT s.id, e.event_type, r.id, r.namespace, r.handler, r.queue, e.state, r.attempt,
-       :now, :now
+SELECT s.id, CASE WHEN s.event_types LIKE '%,' || e.event_type || ',%' THEN e.event_type
+                  ELSE 'run.failed' END,
+       r.id, r.namespace, r.handler, r.queue, e.state, r.attempt, :now, :now
 FROM (SELECT :state AS state,
              CASE :state WHEN 'succeeded' THEN 'run.succeeded'
                          WHEN 'failed' THEN 'run.failed'
-                         WHEN 'timed_out' THEN 'run.failed'
+                         WHEN 'timed_out' THEN 'run.timed_out'
                          WHEN 'dead_lettered' THEN 'run.dead_lettered'
+                         WHEN 'cancelled' THEN 'run.cancelled'
+                         WHEN 'retrying' THEN 'run.retrying'
+                         WHEN 'skipped' THEN 'run.skipped'
                          END AS event_type) e
 JOIN rota_runs_live r ON r.id = :id AND r.fence = :fence AND r.state IN ('claimed', 'running')
 JOIN rota_webhook_subscriptions s
   ON s.enabled AND s.namespace = r.namespace
- AND s.event_types LIKE '%,' || e.event_type || ',%'
+ AND (s.event_types LIKE '%,' || e.event_type || ',%'
+      OR (e.event_type = 'run.timed_out' AND s.event_types LIKE '%,run.failed,%'))
  AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
 WHERE e.event_type IS NOT NULL
   AND EXISTS (SELECT 1 FROM rota_webhook_subscriptions WHERE enabled);

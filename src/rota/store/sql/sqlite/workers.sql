@@ -18,6 +18,16 @@ ORDER BY id;
 
 -- name: expire_deadlines
 -- A run not started by its deadline never runs (its error: domain/settle.py).
+-- run.cancelled enters the webhook outbox in this same transaction (ADR 0017).
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at)
+SELECT s.id, 'run.cancelled', r.id, r.namespace, r.handler, r.queue, 'cancelled', r.attempt,
+       :now, :now
+FROM rota_runs_live r
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace AND s.event_types LIKE '%,run.cancelled,%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE r.id = :id AND r.state = 'pending' AND r.attempt = 0;
 UPDATE rota_runs_live
 SET state = 'cancelled', finished_at = :now, error = :error
 WHERE id = :id AND state = 'pending' AND attempt = 0

@@ -66,6 +66,17 @@ RETURNING id;
 
 -- name: settle_step
 -- A Waiting step skipped, or a map settled once its items finished.
+-- A skip is the step's outcome: run.skipped enters the webhook outbox in this same
+-- transaction (ADR 0017). A map's settling is not a run's outcome of its own: no event.
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at)
+SELECT s.id, 'run.skipped', r.id, r.namespace, r.handler, r.queue, 'skipped', r.attempt,
+       :now, :now
+FROM rota_runs_live r
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace AND s.event_types LIKE '%,run.skipped,%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE r.id = :id AND r.state = 'waiting' AND :state = 'skipped';
 UPDATE rota_runs_live
 SET state = :state, result = :result, error = :error, finished_at = :now
 WHERE id = :id AND state = 'waiting'
@@ -93,6 +104,16 @@ FROM rota_runs WHERE workflow_run_id = :id;
 -- name: cancel_workflow_run
 UPDATE rota_workflow_runs SET cancelled_at = COALESCE(cancelled_at, :now)
 WHERE id = :id;
+-- run.cancelled enters the webhook outbox in this same transaction (ADR 0017).
+INSERT INTO rota_webhook_deliveries (subscription_id, event_type, run_id, namespace, handler,
+                                     queue, run_state, attempt, occurred_at, next_attempt_at)
+SELECT s.id, 'run.cancelled', r.id, r.namespace, r.handler, r.queue, 'cancelled', r.attempt,
+       :now, :now
+FROM rota_runs_live r
+JOIN rota_webhook_subscriptions s
+  ON s.enabled AND s.namespace = r.namespace AND s.event_types LIKE '%,run.cancelled,%'
+ AND (s.handler IS NULL OR s.handler = r.handler) AND (s.queue IS NULL OR s.queue = r.queue)
+WHERE r.workflow_run_id = :id AND r.state IN ('waiting', 'pending', 'retrying');
 UPDATE rota_runs_live SET state = 'cancelled', finished_at = :now, error = :error
 WHERE workflow_run_id = :id AND state IN ('waiting', 'pending', 'retrying')
 RETURNING id;
