@@ -6,8 +6,8 @@ implementation of each operation, usable from scripts, web views and notebooks a
 
 ``App`` holds the library's surface and little else: handlers live in a
 :class:`~rota.handlers.Registry`, stores in :class:`~rota.engine.loop_stores.LoopStores`
-(one per event loop), the use cases in rota.services.runs (runs, workers, limits) and
-rota.services.schedules (jobs), and a working node is assembled by rota.engine.node.
+(one per event loop), the use cases in rota.services (runs, cluster, controls,
+schedules, ...), and a working node is assembled by rota.engine.node.
 
 Its methods come in parts, one module of this package each: handlers, runs (enqueue,
 read, steer), workflows, events, schedules, controls (limits, rates, breakers, workers)
@@ -17,8 +17,6 @@ and working, over base (the state they share and the doors to the stores).
 from __future__ import annotations
 
 import asyncio
-
-import structlog
 
 from rota.app.base import AppBase
 from rota.app.controls import AppControls
@@ -33,8 +31,6 @@ from rota.config import Settings
 from rota.engine.loop_stores import LoopStores
 from rota.handlers import Registry
 from rota.services import workflow_schedules
-
-log = structlog.get_logger("rota.app")
 
 
 class App(
