@@ -37,7 +37,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeClient:
     def _client(url: str | None, token: str | None) -> Iterator[FakeClient]:
         yield client
 
-    monkeypatch.setattr(cli_webhooks, "_client", _client)
+    monkeypatch.setattr(cli_webhooks, "api_client", _client)
     return client
 
 
