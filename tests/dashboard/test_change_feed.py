@@ -96,11 +96,14 @@ async def test_a_hundred_pages_share_one_poller(rota_app: rota.App) -> None:
             for task in listeners:
                 task.cancel()
             await asyncio.gather(*listeners, return_exceptions=True)
+    await eventually(lambda: _true(feed.listeners == 0), what="the listeners to leave")
+    # Compared once the poller has ended by itself: a snapshot taken during a reading
+    # would see one query of it made and the other not yet.
+    await eventually(lambda: _true(not feed.polling), what="the poller to stop")
     # One poller made every reading: each reading is one query of each kind, whatever
     # the number of pages listening (100 pollers would have made 100 per interval).
     assert feed.reads >= 2
     assert calls == {name: feed.reads for name in FEED_QUERIES}
-    await eventually(lambda: _true(feed.listeners == 0), what="the listeners to leave")
     server.should_exit = True
     await asyncio.wait_for(serving, timeout=30)
 

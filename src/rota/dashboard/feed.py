@@ -55,6 +55,11 @@ class ChangeFeed:
     def listeners(self) -> int:
         return self._listeners
 
+    @property
+    def polling(self) -> bool:
+        """Whether the poller runs (it ends by itself after its last listener left)."""
+        return self._task is not None and not self._task.done()
+
     async def changes(
         self, last_event_id: str | None, keepalive: float
     ) -> AsyncIterator[str | None]:
