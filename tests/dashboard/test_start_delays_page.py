@@ -30,6 +30,13 @@ async def test_recent_starts_are_shown_beside_the_next_fires(
     listing = (await client.get("/jobs")).text
     assert "Recent starts (slot to start)" in listing
     assert "last 7 ms · max 7 ms (1)" in listing
+    # The strip of recent slots: each says what became of it, and how late it started.
+    assert f"{slot.strftime('%H:%M:%S')} UTC claimed, started 7 ms late" in listing
+    assert "Pause default/ticker" not in listing, "a viewer sees no action"
+    operator = await signed_in(("jobs:read", "jobs:manage", "jobs:trigger"))
+    actions = (await operator.get("/jobs")).text
+    assert "Pause default/ticker" in actions
+    assert "Trigger default/ticker now" in actions
     detail = (await client.get("/jobs/default/ticker")).text
     starts = detail.split('id="recent-starts"')[1]
     assert slot.strftime("%Y-%m-%d %H:%M:%S") in starts
@@ -37,4 +44,6 @@ async def test_recent_starts_are_shown_beside_the_next_fires(
     shown = (await client.get("/api/v1/jobs/ticker", headers=bearer(token()))).json()
     first, *later = shown["recent_starts"]  # oldest slot first; later ones wait
     assert first["delay_seconds"] == 0.007
+    assert (first["outcome"], first["run_id"]) == ("claimed", claimed.run_id)
+    assert {start["outcome"] for start in later} <= {"pending"}
     assert all(start["delay_seconds"] is None for start in later)

@@ -1854,6 +1854,21 @@ export interface components {
              */
             delay_seconds: number | null;
             /**
+             * Outcome
+             * @description the run's state, or 'missed': a misfire policy let the slot go while no leader planned
+             */
+            outcome: string;
+            /**
+             * Reason
+             * @description why a skipped slot was skipped
+             */
+            reason: string | null;
+            /**
+             * Run Id
+             * @description the slot's run; null when the slot was missed
+             */
+            run_id: number | null;
+            /**
              * Slot At
              * Format: date-time
              */

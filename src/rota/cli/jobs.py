@@ -78,14 +78,20 @@ def jobs_show(name: str, url: str | None, token: str | None, as_json: bool, name
 
 
 def _starts(starts: list[dict[str, Any]]) -> str:
-    """Each recent slot and how late its run started: "12:00:02 +4 ms", or "skipped"."""
+    """Each recent slot, what became of it and how late its run started:
+    "12:00:02 succeeded +4 ms", "12:00:04 skipped (previous run still live)"."""
     if not starts:
         return "none yet"
     shown = []
     for start in starts:
         slot = str(start["slot_at"])[11:23]
         delay = start.get("delay_seconds")
-        shown.append(f"{slot} " + ("not started" if delay is None else f"+{delay * 1000:.0f} ms"))
+        said = f"{slot} {start.get('outcome', '')}".rstrip()
+        if delay is not None:
+            said += f" +{delay * 1000:.0f} ms"
+        if start.get("reason"):
+            said += f" ({start['reason']})"
+        shown.append(said)
     return "\n".join(shown)
 
 

@@ -40,7 +40,6 @@ LIVE_STATES = (RunState.PENDING, RunState.RETRYING, RunState.CLAIMED, RunState.R
 PICKUP_SAMPLE = 200  # newest runs whose pickup delay the overview summarises
 NEXT_FIRES = 10
 JOB_RUNS = 20
-JOBS_PAGE_STARTS = 5  # per job on the Jobs page; a job's own page shows more
 LEADER_TERMS = 50
 
 
@@ -226,8 +225,8 @@ async def list_jobs(store: Store, principal: Principal) -> list[Job]:
 
 
 async def recent_starts(store: Store, jobs: list[Job]) -> dict[int, list[RecentStart]]:
-    """How late each listed job's newest slots started (the Jobs page: a few per job)."""
-    return await schedules.recent_starts(store, jobs, per_job=JOBS_PAGE_STARTS)
+    """What became of each listed job's newest slots, and how late each started."""
+    return await schedules.recent_starts(store, jobs)
 
 
 @dataclass(frozen=True)

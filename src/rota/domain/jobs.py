@@ -26,7 +26,15 @@ from rota.domain.runs import (
     check_priority,
     check_timeout,
 )
-from rota.domain.triggers import CronTrigger, IntervalTrigger, OnceTrigger, Trigger, describe
+from rota.domain.states import RunState
+from rota.domain.triggers import (
+    CronTrigger,
+    IntervalTrigger,
+    OnceTrigger,
+    Trigger,
+    describe,
+    fire_times,
+)
 from rota.domain.values import (
     check_instant,
     check_json_text,
@@ -279,11 +287,16 @@ class JobAdvance:
 
 @dataclass(frozen=True)
 class RecentStart:
-    """A slot of a job and when its run started (the claim of its latest attempt);
-    ``started_at`` is None while it waits, or when it was skipped."""
+    """A slot of a job, its run and when the run started (the claim of its latest
+    attempt); ``started_at`` is None while it waits, or when it was skipped. A slot
+    with no run at all (``run_id`` None) was missed: a misfire policy let it go while
+    no leader planned (see :func:`with_missed_slots`)."""
 
     slot_at: datetime
     started_at: datetime | None
+    run_id: int | None = None
+    state: RunState | None = None
+    reason: str | None = None  # why it ended as it did (a skipped slot's reason)
 
     @property
     def delay_seconds(self) -> float | None:
@@ -291,6 +304,28 @@ class RecentStart:
         if self.started_at is None:
             return None
         return (self.started_at - self.slot_at).total_seconds()
+
+    @property
+    def outcome(self) -> str:
+        """What became of the slot: its run's state, or "missed"."""
+        return "missed" if self.state is None else self.state.value
+
+
+def with_missed_slots(
+    trigger: Trigger | None, starts: list[RecentStart], since: datetime, limit: int
+) -> list[RecentStart]:
+    """``starts`` (oldest first) with the slots missed between them: fire instants of
+    ``trigger`` after ``since`` (the job's last change: older slots followed another
+    trigger, or a pause) that lie between two planned slots and have no run. A slot
+    after the newest planned one is not missed yet, only not planned. The newest
+    ``limit`` slots."""
+    if trigger is None or len(starts) < 2:
+        return starts[-limit:]
+    planned = {start.slot_at for start in starts}
+    first = max(starts[0].slot_at, since)
+    between = fire_times(trigger, first, starts[-1].slot_at, limit + len(starts))
+    missed = [RecentStart(slot, None) for slot in between if slot not in planned]
+    return sorted([*starts, *missed], key=lambda start: start.slot_at)[-limit:]
 
 
 def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:

@@ -17,6 +17,7 @@ from rota.domain.jobs import (
     TriggerKind,
     manual_run,
     trigger_fields,
+    with_missed_slots,
 )
 from rota.domain.parameters import apply as apply_parameters
 from rota.domain.parameters import check_schema
@@ -194,14 +195,19 @@ async def get_job(store: Store, namespace: str, name: str) -> Job:
     return job
 
 
-RECENT_STARTS = 10  # slots shown per job, with how late each run started
+RECENT_STARTS = 20  # slots shown per job: what became of each, and how late it started
 
 
 async def recent_starts(
     store: Store, jobs: Sequence[Job], per_job: int = RECENT_STARTS
 ) -> dict[int, list[RecentStart]]:
-    """Each job's newest slots and when their runs started (slot to start delays)."""
-    return await store.recent_starts([job.id for job in jobs], per_job)
+    """Each job's newest slots: what became of each (its run's state, or missed) and
+    how late its run started (slot to start)."""
+    found = await store.recent_starts([job.id for job in jobs], per_job)
+    return {
+        job.id: with_missed_slots(job.trigger, found[job.id], job.updated_at, per_job)
+        for job in jobs
+    }
 
 
 async def list_jobs(

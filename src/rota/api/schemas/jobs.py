@@ -86,13 +86,24 @@ class JobUpdate(Request):
 
 class StartOut(BaseModel):
     slot_at: datetime
+    run_id: int | None = Field(description="the slot's run; null when the slot was missed")
+    outcome: str = Field(
+        description="the run's state, or 'missed': a misfire policy let the slot go"
+        " while no leader planned"
+    )
+    reason: str | None = Field(description="why a skipped slot was skipped")
     started_at: datetime | None = Field(description="null while waiting, or when skipped")
     delay_seconds: float | None = Field(description="slot to start: how late it started")
 
     @classmethod
     def of(cls, start: RecentStart) -> StartOut:
         return cls(
-            slot_at=start.slot_at, started_at=start.started_at, delay_seconds=start.delay_seconds
+            slot_at=start.slot_at,
+            run_id=start.run_id,
+            outcome=start.outcome,
+            reason=start.reason,
+            started_at=start.started_at,
+            delay_seconds=start.delay_seconds,
         )
 
 

@@ -16,6 +16,7 @@ from rota.domain.jobs import (
     UnreadableJob,
     spec_to_json,
 )
+from rota.domain.states import RunState
 from rota.store.core.base import CoreBase
 from rota.store.dialect import Session
 from rota.store.port import LeaderInfo, LeaderTerm
@@ -101,7 +102,16 @@ class CoreJobs(CoreBase):
             return starts
         params = {"job_ids": list(job_ids), "per_job": per_job}
         for row in await self._d.rows("recent_starts", params):
-            starts[int(row["job_id"])].append(RecentStart(row["slot_at"], row["started_at"]))
+            state = RunState(row["state"])
+            starts[int(row["job_id"])].append(
+                RecentStart(
+                    row["slot_at"],
+                    row["started_at"],
+                    run_id=int(row["id"]),
+                    state=state,
+                    reason=row["error"] if state is RunState.SKIPPED else None,
+                )
+            )
         for job_id, found in starts.items():
             # SQLite reads each home's newest: keep the newest of both, oldest first.
             starts[job_id] = sorted(found, key=lambda s: s.slot_at)[-per_job:]

@@ -69,10 +69,10 @@ RETURNING id;
 -- name: recent_starts
 -- The newest slot runs of each job, by its (job_id, id) index in both homes: when each
 -- slot's run started (the Jobs page, `rota jobs show`).
-SELECT j.job_id, r.slot_at, r.started_at
+SELECT j.job_id, r.id, r.slot_at, r.started_at, r.state, r.error
 FROM unnest(%(job_ids)b::bigint[]) AS j(job_id)
 CROSS JOIN LATERAL (
-    SELECT slot_at, started_at FROM rota_runs
+    SELECT id, slot_at, started_at, state, error FROM rota_runs
     WHERE job_id = j.job_id AND slot_at IS NOT NULL
     ORDER BY id DESC
     LIMIT %(per_job)s) AS r;

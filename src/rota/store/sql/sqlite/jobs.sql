@@ -66,7 +66,7 @@ RETURNING id;
 -- The newest slot runs of each job, in each home by its (job_id, id) index: when each
 -- slot's run started (the Jobs page, `rota jobs show`). The caller keeps the newest of
 -- both homes.
-SELECT r.job_id, r.slot_at, r.started_at
+SELECT r.job_id, r.id, r.slot_at, r.started_at, r.state, r.error
 FROM json_each(:job_ids) AS j
 JOIN rota_runs AS r ON r.id IN (
     SELECT id FROM (
