@@ -25,7 +25,6 @@ from rota.api.audit import AuditMiddleware
 from rota.api.auth import ScopeGuard
 from rota.api.context import ApiContext
 from rota.api.middleware import EdgeMiddleware
-from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.routes import (
     access,
     backfill,
@@ -41,6 +40,7 @@ from rota.api.routes import (
     workflows,
 )
 from rota.api.settings import ApiSettings
+from rota.api.shared_limits import SharedLimits
 from rota.app import App
 from rota.engine.node import NodeRoles
 from rota.engine.worker import default_node_id
@@ -58,14 +58,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
     context = ApiContext(
         rota_app=rota_app,
         settings=settings,
-        limiter=RateLimiter(
-            settings.rate_per_second, settings.rate_burst, rota_app.clock.monotonic
-        ),
-        failed_auth=FailureBudget(
-            settings.failed_auth_burst,
-            settings.failed_auth_window_seconds,
-            rota_app.clock.monotonic,
-        ),
+        limits=SharedLimits(rota_app, settings),
     )
     if settings.uses_public_key:
         log.warning(

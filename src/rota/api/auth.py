@@ -9,7 +9,8 @@ routes (another namespace's resource is 404).
 
 Failed authentications spend a budget per source address and per credential id; a
 spent budget blocks that source or credential for the rest of its window, even with a
-correct credential (docs/security.md).
+correct credential (docs/security.md). The rate limit and the budgets are counted in the
+database, so they hold across every server process (rota.api.shared_limits, ADR 0036).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from rota.api.context import api_context
 from rota.api.problems import ProblemException
-from rota.api.ratelimit import FailureBudget, RateLimiter
+from rota.api.ratelimit import RateLimiter
 from rota.api.settings import ApiSettings
+from rota.api.shared_limits import SharedLimits
 from rota.domain.access import (
     API_KEY_PREFIX,
     Principal,
@@ -145,8 +147,8 @@ def _too_many(wait: float, what: str) -> ProblemException:
     )
 
 
-def _spend(limiter: RateLimiter, subject: str, what: str) -> None:
-    wait = limiter.take(subject)
+async def _spend(limits: SharedLimits, subject: str, what: str) -> None:
+    wait = await limits.take(subject)
     if wait is not None:
         raise _too_many(wait, what)
 
@@ -159,11 +161,10 @@ def _failure_keys(request: Request, credential: str) -> list[str]:
     return keys
 
 
-def _check_budget(budget: FailureBudget, keys: list[str]) -> None:
-    for key in keys:
-        wait = budget.blocked(key)
-        if wait is not None:
-            raise _too_many(wait, "failed authentications")
+async def _check_budget(limits: SharedLimits, keys: list[str]) -> None:
+    wait = await limits.blocked(keys)
+    if wait is not None:
+        raise _too_many(wait, "failed authentications")
 
 
 async def authenticate(
@@ -175,7 +176,7 @@ async def authenticate(
     credential = credentials.credentials
     keys = _failure_keys(request, credential)
     try:
-        _check_budget(context.failed_auth, keys)
+        await _check_budget(context.limits, keys)
     except ProblemException:
         request.state.auth_failure = "blocked"
         raise
@@ -189,8 +190,7 @@ async def authenticate(
     except ProblemException:
         # Guessing credentials costs the guesser: a budget per source and per credential.
         request.state.auth_failure = "api_key" if credential.startswith(API_KEY_PREFIX) else "jwt"
-        for key in keys:
-            context.failed_auth.fail(key)
+        await context.limits.fail(keys)
         raise
 
 
@@ -211,7 +211,7 @@ class ScopeGuard:
     ) -> Principal:
         principal = await authenticate(request, credentials)
         request.state.principal = principal
-        _spend(api_context(request).limiter, principal.who, "requests")
+        await _spend(api_context(request).limits, principal.who, "requests")
         self.check(principal)
         return principal
 

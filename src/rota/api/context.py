@@ -7,8 +7,8 @@ from typing import Annotated, cast
 
 from fastapi import Depends, Request
 
-from rota.api.ratelimit import FailureBudget, RateLimiter
 from rota.api.settings import ApiSettings
+from rota.api.shared_limits import SharedLimits
 from rota.app import App
 from rota.clock import Clock
 from rota.store.port import Store
@@ -18,8 +18,9 @@ from rota.store.port import Store
 class ApiContext:
     rota_app: App
     settings: ApiSettings
-    limiter: RateLimiter
-    failed_auth: FailureBudget  # per source address and per credential id
+    # the request rate per caller, failed authentications per source address and per
+    # credential id: counted in the database, shared by every server process
+    limits: SharedLimits
 
     @property
     def clock(self) -> Clock:

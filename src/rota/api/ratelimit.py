@@ -1,9 +1,10 @@
-"""Per-subject token buckets: each caller may burst up to ``burst`` requests and then
-``rate`` per second; beyond that the API answers 429 with Retry-After.
+"""Per-subject token buckets and failure budgets in this server process's memory: each
+caller may burst up to ``burst`` requests and then ``rate`` per second; beyond that the
+API answers 429 with Retry-After.
 
-The buckets live in this server process's memory: with N API processes behind a load
-balancer a caller gets up to N times the rate. That is deliberate (no shared state on the
-hot path); a limit that must hold cluster-wide belongs in a gateway in front of rota.
+The API's limits are counted in the database, shared by every server process
+(rota.api.shared_limits, ADR 0036). These are what decides while the database cannot
+answer: with N API processes a caller then gets up to N times the rate, never more.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ class ApiSettings:
     # No token is accepted whose lifetime (exp - iat) is longer than this.
     max_token_lifetime_seconds: int = 24 * 3600
     body_limit_bytes: int = 1024 * 1024
-    # Token bucket per subject (a token's sub, an API key's id), per server process.
+    # Per caller (a token's sub, an API key's id), counted in the database for every
+    # server process: rate_burst requests per rate_burst / rate_per_second seconds.
     rate_per_second: float = 20.0
     rate_burst: int = 60
     # Failed authentications: this many per window per source address and per

@@ -1,5 +1,6 @@
 """``rota limits ...`` and ``rota breakers ...``: the cluster's caps, rates and circuit
-breakers, read and changed in the database directly."""
+breakers, read and changed in the database directly (each change writes one audit
+entry, actor ``os:<user>@<host>``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from rich.table import Table
 
 from rota.cli.errors import fail
 from rota.cli.output import console
-from rota.cli.store_access import db_option, run, settings_for, with_store
+from rota.cli.store_access import db_option, run, settings_for, with_audited_store, with_store
 from rota.clock import SystemClock
 from rota.services import controls as control_service
+from rota.store.port import Store
 
 
 @click.group()
@@ -31,20 +33,20 @@ def set_limit(
     at most --rate starts (queue and handler scopes, counted per rate_key)."""
     if max_running is None and rate is None:
         fail("give MAX_RUNNING, --rate, or both")
-    if max_running is not None:
-        limit = run(
-            lambda: with_store(
-                settings_for(db), lambda s: control_service.set_limit(s, scope, name, max_running)
-            )
-        )
-        click.echo(f"{limit.scope.value} {limit.name}: at most {limit.max_running} running")
-    if rate is not None:
-        set_rate = run(
-            lambda: with_store(
-                settings_for(db), lambda s: control_service.set_rate(s, scope, name, rate)
-            )
-        )
-        click.echo(f"{set_rate.scope.value} {set_rate.name}: at most {set_rate.rate} starts")
+
+    async def change(store: Store) -> list[str]:
+        said = []
+        if max_running is not None:
+            limit = await control_service.set_limit(store, scope, name, max_running)
+            said.append(f"{limit.scope.value} {limit.name}: at most {limit.max_running} running")
+        if rate is not None:
+            set_rate = await control_service.set_rate(store, scope, name, rate)
+            said.append(f"{set_rate.scope.value} {set_rate.name}: at most {set_rate.rate} starts")
+        return said
+
+    target = f"limit {scope} {name}"
+    for line in run(lambda: with_audited_store(settings_for(db), "limits.set", target, change)):
+        click.echo(line)
 
 
 @limits.command("clear")
@@ -55,7 +57,13 @@ def set_limit(
 def clear_limit(scope: str, name: str, rate_only: bool, db: str | None) -> None:
     """Remove a cap (or, with --rate, a rate)."""
     clear = control_service.clear_rate if rate_only else control_service.clear_limit
-    run(lambda: with_store(settings_for(db), lambda s: clear(s, scope, name)))
+    action = "rates.clear" if rate_only else "limits.clear"
+    target = f"{'rate' if rate_only else 'limit'} {scope} {name}"
+    run(
+        lambda: with_audited_store(
+            settings_for(db), action, target, lambda s: clear(s, scope, name)
+        )
+    )
     click.echo(f"{scope} {name}: no {'rate' if rate_only else 'limit'}")
 
 
@@ -112,8 +120,11 @@ def reset_breaker(handler: str, key: str, db: str | None) -> None:
     """Close a breaker now (recorded as a transition)."""
     clock = SystemClock()
     run(
-        lambda: with_store(
-            settings_for(db), lambda s: control_service.reset_breaker(s, clock, handler, key)
+        lambda: with_audited_store(
+            settings_for(db),
+            "breakers.reset",
+            f"breaker {handler} {key}".rstrip(),
+            lambda s: control_service.reset_breaker(s, clock, handler, key),
         )
     )
     click.echo(f"{handler} {key or '(no key)'}: closed")

@@ -1,4 +1,5 @@
-"""``rota db upgrade|status``: the database schema."""
+"""``rota db upgrade|status``: the database schema. An upgrade writes one audit entry
+(actor ``os:<user>@<host>``), once the schema has the audit log."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import click
 
 from rota.bootstrap import upgrade as upgrade_schema
-from rota.cli.store_access import db_option, run, settings_for
+from rota.cli.store_access import audit_command, db_option, run, settings_for, with_store
 
 
 @click.group()
@@ -21,6 +22,12 @@ def upgrade(db: str | None) -> None:
     """Apply pending migrations."""
     settings = settings_for(db)
     applied = run(lambda: upgrade_schema(settings))
+    detail = f"applied {', '.join(map(str, applied))}" if applied else "already up to date"
+    run(
+        lambda: with_store(
+            settings, lambda s: audit_command(s, "db.upgrade", "schema", detail=detail)
+        )
+    )
     click.echo(f"applied migrations {applied}" if applied else "schema already up to date")
 
 

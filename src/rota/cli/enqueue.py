@@ -1,4 +1,5 @@
-"""``rota enqueue HANDLER PAYLOAD --app ...``: one run, straight into the database."""
+"""``rota enqueue HANDLER PAYLOAD --app ...``: one run, straight into the database, and
+one audit entry saying so (actor ``os:<user>@<host>``; never the payload)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import click
 
 from rota.cli.app_loader import app_dir_option, load_app
 from rota.cli.errors import fail, json_arg
-from rota.cli.store_access import db_option
+from rota.cli.store_access import audit_command, db_option, run, with_store
 from rota.errors import RotaError, StoreUnavailable
+from rota.store.port import Store
 
 
 @click.command()
@@ -40,4 +42,11 @@ def enqueue(
         fail(str(exc))
     finally:
         app.close()
+
+    async def audit(store: Store) -> None:
+        found = await store.get_run(run_id)
+        namespace = found.namespace if found is not None else None
+        await audit_command(store, "runs.enqueue", f"run {run_id}", namespace)
+
+    run(lambda: with_store(app.settings, audit))
     click.echo(run_id)

@@ -1,7 +1,7 @@
 """The leader's duties: plan schedule slots into runs, declare silent workers dead,
 return runs whose lease expired, cancel runs past their start-by deadline, report runs
-no worker can take, prune old finished runs and dead workers, count finished runs per
-minute (for the dashboard).
+no worker can take, prune old finished runs, dead workers and the API's ended rate
+windows, count finished runs per minute (for the dashboard).
 
 Every write names the leader's term, so a leader that was deposed while it worked
 changes nothing. Each duty is also safe to run on several nodes at once (the planner by
@@ -127,6 +127,8 @@ class Housekeeper:
             log.info("pruned finished workflow runs", count=workflows)
         event_cutoff = now - timedelta(seconds=self.settings.event_retention_seconds)
         await self.store.events.prune_events(event_cutoff, PRUNE_BATCH, term)
+        # The API's rate windows that have ended count nothing any more (ADR 0036).
+        await self.store.api_limits.prune_api_windows(now, PRUNE_BATCH)
         retired = await self.store.retire_history(cutoff, term)
         if retired:
             log.info("retired days of finished runs", count=retired)

@@ -107,6 +107,36 @@ async def record(store: Store, clock: Clock, entry: NewAuditEntry) -> int:
     return await store.append_audit(entry, clock.db_now())
 
 
+COMMAND_STATUS = 0  # an audit entry's status when it records a command, not an HTTP call
+
+
+async def record_command(
+    store: Store,
+    clock: Clock,
+    actor: str,
+    action: str,
+    target: str,
+    *,
+    namespace: str | None = None,
+    outcome: str = "ok",
+    detail: str | None = None,
+) -> int:
+    """Audit a command that changed the database without the API (``rota limits set``,
+    ``rota db upgrade``...): ``actor`` is who ran it (``os:<user>@<host>``). Like the
+    API's entries, it names what was changed, never a secret or a payload value."""
+    entry = NewAuditEntry(
+        actor=actor,
+        action=action,
+        target=target,
+        namespace=namespace,
+        status=COMMAND_STATUS,
+        outcome=outcome,
+        correlation_id=None,
+        detail=detail,
+    )
+    return await record(store, clock, entry)
+
+
 async def audit_log(
     store: Store, viewer: Principal, before_id: int | None = None, limit: int = 50
 ) -> list[AuditEntry]:

@@ -39,6 +39,7 @@ from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
 from rota.store.event_port import EventStore
+from rota.store.limit_port import ApiLimitStore
 from rota.store.webhook_port import WebhookStore
 
 
@@ -92,15 +93,16 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
     # -- the store's other ports, handed out by the store itself --------------
+    # store/webhook_port.py (subscriptions, the outbox), event_port.py (events and their
+    # subscriptions), limit_port.py (the HTTP API's shared rate windows, ADR 0036)
     @property
-    def webhooks(self) -> WebhookStore:
-        """Webhook subscriptions and the outbox (rota.store.webhook_port)."""
-        ...
+    def webhooks(self) -> WebhookStore: ...
 
     @property
-    def events(self) -> EventStore:
-        """Events and their subscriptions (rota.store.event_port)."""
-        ...
+    def events(self) -> EventStore: ...
+
+    @property
+    def api_limits(self) -> ApiLimitStore: ...
 
     # -- schema -------------------------------------------------------------
     async def schema_status(self) -> SchemaStatus: ...

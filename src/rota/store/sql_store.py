@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
 from rota.store.core.access import CoreAccess
+from rota.store.core.api_limits import CoreApiLimits
 from rota.store.core.events import CoreEvents
 from rota.store.core.jobs import CoreJobs
 from rota.store.core.recent import Recent
@@ -18,13 +19,21 @@ from rota.store.core.webhooks import CoreWebhooks
 from rota.store.core.workflow_defs import CoreWorkflowDefinitions
 from rota.store.dialect import Dialect
 from rota.store.event_port import EventStore
+from rota.store.limit_port import ApiLimitStore
 from rota.store.port import SchemaStatus
 from rota.store.queries import latest_version
 from rota.store.webhook_port import WebhookStore
 
 
 class SqlStore(
-    CoreRuns, CoreRegistry, CoreJobs, CoreAccess, CoreWebhooks, CoreWorkflowDefinitions, CoreEvents
+    CoreRuns,
+    CoreRegistry,
+    CoreJobs,
+    CoreAccess,
+    CoreWebhooks,
+    CoreWorkflowDefinitions,
+    CoreEvents,
+    CoreApiLimits,
 ):
     def __init__(
         self,
@@ -54,6 +63,10 @@ class SqlStore(
 
     @property
     def events(self) -> EventStore:
+        return self
+
+    @property
+    def api_limits(self) -> ApiLimitStore:
         return self
 
     async def open(self) -> None:

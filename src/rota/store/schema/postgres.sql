@@ -39,6 +39,14 @@ CREATE TABLE rota_api_keys (
     CONSTRAINT rota_api_keys_pkey PRIMARY KEY (key_id)
 );
 
+CREATE TABLE rota_api_rate_windows (
+    key text NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    window_end timestamp with time zone NOT NULL,
+    count integer NOT NULL,
+    CONSTRAINT rota_api_rate_windows_pkey PRIMARY KEY (key)
+);
+
 CREATE TABLE rota_attempts (
     run_id bigint NOT NULL,
     fence bigint NOT NULL,
@@ -398,6 +406,8 @@ CREATE TABLE rota_workflows (
 );
 
 -- Indexes (beside those of primary keys and unique constraints)
+
+CREATE INDEX rota_api_rate_windows_end ON public.rota_api_rate_windows USING btree (window_end);
 
 CREATE INDEX rota_audit_log_namespace ON public.rota_audit_log USING btree (namespace, id);
 

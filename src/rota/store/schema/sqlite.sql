@@ -13,6 +13,13 @@ CREATE TABLE rota_api_keys (
     revoked_at   REAL
 );
 
+CREATE TABLE rota_api_rate_windows (
+    key           TEXT PRIMARY KEY,
+    window_start  REAL NOT NULL,
+    window_end    REAL NOT NULL,
+    count         INTEGER NOT NULL
+) WITHOUT ROWID;
+
 CREATE TABLE rota_attempts (
     run_id      INTEGER NOT NULL,
     fence       INTEGER NOT NULL,
@@ -329,6 +336,8 @@ CREATE TABLE rota_workflows (
 
 CREATE VIEW rota_runs AS
 SELECT * FROM rota_runs_live UNION ALL SELECT * FROM rota_runs_history;
+
+CREATE INDEX rota_api_rate_windows_end ON rota_api_rate_windows (window_end);
 
 CREATE INDEX rota_audit_log_namespace ON rota_audit_log (namespace, id);
 
