@@ -38,6 +38,7 @@ from rota.domain.stats import FinishedCount, QueueCount, Recount
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
+from rota.store.bulk_port import BulkRunStore
 from rota.store.event_port import EventStore
 from rota.store.webhook_port import WebhookStore
 
@@ -84,8 +85,7 @@ class Store(Protocol):
     # flag instead of the store's type or its URL (optional ports: rota.bootstrap).
     supports_notify: bool  # LISTEN/NOTIFY wakes idle workers (else they poll often)
     supports_copy: bool  # large unkeyed batches are written with COPY
-    # ctx.transaction(): a handler's writes and its completion commit together
-    supports_handler_transactions: bool
+    supports_handler_transactions: bool  # ctx.transaction(): writes commit with completion
 
     async def open(self) -> None: ...
 
@@ -95,12 +95,14 @@ class Store(Protocol):
     @property
     def webhooks(self) -> WebhookStore:
         """Webhook subscriptions and the outbox (rota.store.webhook_port)."""
-        ...
 
     @property
     def events(self) -> EventStore:
         """Events and their subscriptions (rota.store.event_port)."""
-        ...
+
+    @property
+    def bulk(self) -> BulkRunStore:
+        """Counting and deleting the runs a filter matches (rota.store.bulk_port)."""
 
     # -- schema -------------------------------------------------------------
     async def schema_status(self) -> SchemaStatus: ...

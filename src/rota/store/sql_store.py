@@ -8,7 +8,9 @@ the claim rounds, the leader-term check and the row mappers live in ``store/core
 from __future__ import annotations
 
 from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
+from rota.store.bulk_port import BulkRunStore
 from rota.store.core.access import CoreAccess
+from rota.store.core.bulk import CoreBulk
 from rota.store.core.events import CoreEvents
 from rota.store.core.jobs import CoreJobs
 from rota.store.core.recent import Recent
@@ -24,7 +26,14 @@ from rota.store.webhook_port import WebhookStore
 
 
 class SqlStore(
-    CoreRuns, CoreRegistry, CoreJobs, CoreAccess, CoreWebhooks, CoreWorkflowDefinitions, CoreEvents
+    CoreRuns,
+    CoreRegistry,
+    CoreJobs,
+    CoreAccess,
+    CoreWebhooks,
+    CoreWorkflowDefinitions,
+    CoreEvents,
+    CoreBulk,
 ):
     def __init__(
         self,
@@ -54,6 +63,10 @@ class SqlStore(
 
     @property
     def events(self) -> EventStore:
+        return self
+
+    @property
+    def bulk(self) -> BulkRunStore:
         return self
 
     async def open(self) -> None:
