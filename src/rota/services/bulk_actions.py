@@ -79,7 +79,9 @@ async def run_action(
     if not 1 <= batch_size <= BATCH_SIZE:
         raise InvalidArgument("batch_size", batch_size, f"1-{BATCH_SIZE}")
     narrowed = await _narrowed(store, action, search, job)
-    count, top_id = (0, None) if narrowed is None else await store.bulk.count_matching_runs(narrowed)
+    count, top_id = (
+        (0, None) if narrowed is None else await store.bulk.count_matching_runs(narrowed)
+    )
     if expected_count != count:
         raise CountChanged(expected_count, count)
     affected = refused = batches = 0
@@ -129,9 +131,7 @@ async def _act(
             if action is BulkAction.CANCEL:
                 await store.request_cancel(run.id, clock.db_now())
             else:  # requeue and replay: a fresh run (a workflow step takes its place)
-                await run_service.replay(
-                    store, clock, run.id, search.namespaces, correlation_id
-                )
+                await run_service.replay(store, clock, run.id, search.namespaces, correlation_id)
             done += 1
         except (InvalidTransition, RunNotFound):
             pass  # its state moved on (or it was deleted) since the page was read
