@@ -9,11 +9,22 @@ from rota.clock import FakeClock
 from rota.domain.bulk_actions import BulkAction
 from rota.domain.search import RunSearch
 from rota.domain.states import AttemptOutcome, RunState
+from rota.domain.workflows import StepSpec, WorkflowDefinition
 from rota.errors import CountChanged, InvalidArgument
 from rota.services import bulk_actions
 from rota.store.port import Store
 
-from .support import T0, at, claim, claim_one, enqueue_one, finished, state_of, succeeded
+from .support import (
+    T0,
+    at,
+    claim,
+    claim_one,
+    enqueue_one,
+    finished,
+    new_run,
+    state_of,
+    succeeded,
+)
 
 
 async def _dead(store: Store, seconds: float, handler: str = "job") -> int:
@@ -48,6 +59,18 @@ async def test_the_batch_delete_takes_finished_runs_only(store: Store) -> None:
     assert await store.attempts(dead) == []
     assert await state_of(store, live) is RunState.PENDING
     assert await store.bulk.delete_finished_runs([]) == 0
+
+
+async def test_a_workflows_step_is_never_deleted_alone(store: Store) -> None:
+    definition = WorkflowDefinition("flow", (StepSpec("only", "job"),))
+    await store.start_workflow_run(definition, "{}", [new_run(queue="wf")], T0)
+    step = await claim_one(store, at(1), queues=["wf"])
+    await store.complete([succeeded(step)], at(2))
+    plain = await _dead(store, 3)
+    assert await store.bulk.delete_finished_runs([step.run_id, plain]) == 1
+    assert await state_of(store, step.run_id) is RunState.SUCCEEDED
+    result = await bulk_actions.run_action(store, FakeClock(T0), BulkAction.DELETE, RunSearch(), 1)
+    assert (result.matched, result.affected, result.skipped) == (1, 0, 1)  # the step: refused
 
 
 # -- the walk ----------------------------------------------------------------
