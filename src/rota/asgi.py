@@ -29,6 +29,7 @@ from rota.api.routes import (
     access,
     backfill,
     breakers,
+    bulk,
     cluster,
     events,
     jobs,
@@ -89,6 +90,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
     problems.install(api)
     for router in (
         jobs.router,
+        bulk.router,  # before runs.router: /runs/bulk/cancel is not /runs/{run_id}/cancel
         runs.router,
         runs.dlq,
         cluster.router,

@@ -185,6 +185,17 @@ class InvalidPayload(InvalidArgument):
         Exception.__init__(self, f"invalid payload for handler {handler!r}: {listing}")
 
 
+class CountChanged(InvalidArgument):
+    """A bulk action's ``expected_count`` (what its preview showed the caller) is not
+    what its filter matches now; nothing was done. Preview again and confirm anew."""
+
+    def __init__(self, expected: int, count: int) -> None:
+        self.count = count
+        super().__init__(
+            "expected_count", expected, f"{count}, the runs the filter matches now (preview again)"
+        )
+
+
 class ApiKeyNotFound(RotaError, LookupError):
     def __init__(self, key_id: str) -> None:
         self.key_id = key_id

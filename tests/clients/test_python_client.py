@@ -72,6 +72,28 @@ def test_dead_letters_cancel_and_replay(rota_server_url: str, admin_token: str) 
         assert rota.wait_for(still_sleeping, timeout=30)["state"] in ("cancelled", "succeeded")
 
 
+def test_bulk_actions_count_then_act(rota_server_url: str, admin_token: str) -> None:
+    later = datetime.fromisoformat("2099-01-01T00:00:00+00:00")  # they stay pending
+    with RotaClient(rota_server_url, admin_token) as rota:
+        for n in range(2):
+            rota.enqueue("echo", {"n": n}, queue="py-bulk", run_at=later)
+        assert rota.preview_bulk("cancel", queue="py-bulk", state="pending") == {
+            "action": "cancel",
+            "count": 2,
+        }
+        with pytest.raises(ApiError) as changed:
+            rota.run_bulk("cancel", 3, queue="py-bulk")
+        assert (changed.value.status, changed.value.type) == (
+            409,
+            "urn:rota:problem:count-changed",
+        )
+        done = rota.run_bulk("cancel", 2, queue="py-bulk", state=["pending"])
+        assert (done["matched"], done["affected"], done["skipped"]) == (2, 2, 0)
+        assert rota.preview_bulk("delete", queue="py-bulk")["count"] == 2
+        with pytest.raises(InvalidArgument):
+            rota.preview_bulk("cancel", created_after=datetime(2026, 1, 1))  # naive: not sent
+
+
 def test_pagination_walks_every_page_once(rota_server_url: str, admin_token: str) -> None:
     with RotaClient(rota_server_url, admin_token) as rota:
         made = {rota.enqueue("echo", i, queue="paged") for i in range(7)}

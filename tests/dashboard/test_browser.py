@@ -205,6 +205,22 @@ def test_a_workflow_runs_graph_changes_live(context: BrowserContext, server: Ser
     expect(page.get_by_role("heading", name=re.compile(r"Run #\d+ wf-load"))).to_be_visible()
 
 
+def test_bulk_cancel_every_run_the_filter_matches(context: BrowserContext, server: Server) -> None:
+    queue = _name()
+    for n in range(3):  # due in 2099: they stay pending while the test looks
+        body = {"handler": "quick", "payload": n, "run_at": "2099-01-01T00:00:00Z", "queue": queue}
+        assert server.api("POST", "/api/v1/runs", json=body).status_code == 201
+    page = sign_in(context, server)
+    page.goto(f"/runs?queue={queue}")
+    page.get_by_label("Every run this filter matches:").select_option("cancel")
+    page.get_by_role("button", name="Count them…").click()
+    expect(page.locator("#bulk-count")).to_contain_text("3 run(s) match now.")
+    page.get_by_role("button", name="Cancel 3 run(s)").click()
+    expect(page.get_by_text("The bulk action changed 3 run(s).")).to_be_visible()
+    listed = server.api("GET", f"/api/v1/runs?queue={queue}").json()["items"]
+    assert {run["state"] for run in listed} == {"cancelled"}
+
+
 def test_drain_and_resume_a_worker(context: BrowserContext, server: Server) -> None:
     page = sign_in(context, server)
     page.goto("/workers")
@@ -297,6 +313,7 @@ def test_every_page_passes_axe(context: BrowserContext, server: Server) -> None:
         f"/jobs/default/{name}",
         "/runs/999999999",
         f"/workflows/{workflow_run_id}",
+        "/runs/bulk-action?action=replay&state=dead_lettered",
     ):
         page.goto(path)
         problems[path] = _serious(axe.run(page))

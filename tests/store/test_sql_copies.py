@@ -9,7 +9,8 @@ differ where the batch comes from (the completion's JSON items and their attempt
 the reaper's one run): what they share, the row written, the subscriptions matched and
 the guard, is pinned. Across dialects, every statement that writes a run's event
 (those two, and the one-state writers: a fail-fast, a cancel, a skip) matches
-subscriptions by the same rule."""
+subscriptions by the same rule. And a bulk action's count filters runs exactly as the
+run search does."""
 
 from __future__ import annotations
 
@@ -102,3 +103,17 @@ def test_every_run_event_writer_matches_subscriptions_by_one_rule(dialect: str, 
     assert re.search(
         r"s\.event_types LIKE (?:'%,' \|\| \w\.event_type \|\| ',%'|'%,run\.[a-z_.]+,%')", sql
     ), f"{dialect} {query}: the event type's match"
+
+
+def _filter(dialect: str, query: str) -> str:
+    """A query's WHERE clause, up to its ORDER BY (if any)."""
+    plain = _plain(load_queries(dialect)[query]).rstrip(";")
+    return plain.split(" WHERE ", 1)[1].split(" ORDER BY ", 1)[0]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+def test_the_bulk_count_filters_as_the_search_does(dialect: str) -> None:
+    search = _filter(dialect, "search_runs")
+    keyset = re.search(r" AND \(\S*before_id\S* IS NULL OR r\.id < \S*before_id\S*\)$", search)
+    assert keyset, search
+    assert _filter(dialect, "count_matching_runs") == search[: keyset.start()]

@@ -447,6 +447,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/bulk/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete Runs In Bulk
+         * @description Delete every finished run the filter matches, with its attempts and logs (never a
+         *     workflow's step: it goes with its workflow run). Needs jobs:admin.
+         */
+        post: operations["delete_runs_in_bulk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/bulk/{action}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Act On Runs In Bulk
+         * @description Cancel, requeue or replay every run the filter matches, in keyset batches of 500,
+         *     once ``expected_count`` (from the preview) is still the count (else 409
+         *     count-changed, and nothing is done). Runs whose state moved on meanwhile are
+         *     skipped and counted.
+         */
+        post: operations["act_on_runs_in_bulk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/bulk/{action}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Preview Bulk Action
+         * @description How many runs ``action`` would act on now: those the filter matches in the states
+         *     the action may touch (cancel: live runs; requeue: dead-lettered, failed, timed out,
+         *     cancelled; replay: dead-lettered; delete: finished runs).
+         */
+        get: operations["preview_bulk_action"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -1170,6 +1236,50 @@ export interface components {
          * @enum {string}
          */
         BreakerState: "closed" | "open" | "half_open";
+        /**
+         * BulkAction
+         * @enum {string}
+         */
+        BulkAction: "cancel" | "requeue" | "replay" | "delete";
+        /**
+         * BulkConfirm
+         * @description The count the preview showed, sent back as the confirmation: the action is done
+         *     only while the filter still matches that many runs (else 409 count-changed).
+         * @example {
+         *       "expected_count": 1200
+         *     }
+         */
+        BulkConfirm: {
+            /** Expected Count */
+            expected_count: number;
+        };
+        /**
+         * BulkPreviewOut
+         * @description How many runs the action would act on now; send ``count`` back as
+         *     ``expected_count`` to do it.
+         */
+        BulkPreviewOut: {
+            action: components["schemas"]["BulkAction"];
+            /** Count */
+            count: number;
+        };
+        /**
+         * BulkResultOut
+         * @description What the action did: ``matched`` runs when it began, ``affected`` ones changed,
+         *     ``skipped`` ones not (their state no longer allowed it, or they left the filter
+         *     before the walk reached them), in ``batches`` keyset pages of at most 500.
+         */
+        BulkResultOut: {
+            action: components["schemas"]["BulkAction"];
+            /** Affected */
+            affected: number;
+            /** Batches */
+            batches: number;
+            /** Matched */
+            matched: number;
+            /** Skipped */
+            skipped: number;
+        };
         /** CronInstant */
         CronInstant: {
             /**
@@ -4799,6 +4909,338 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunCreated"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_runs_in_bulk: {
+        parameters: {
+            query?: {
+                /** @description Only this namespace. */
+                namespace?: string | null;
+                /** @description Any of these states. */
+                state?: components["schemas"]["RunState"][] | null;
+                handler?: string | null;
+                queue?: string | null;
+                /** @description Runs that require this tag. */
+                tag?: string | null;
+                /** @description Runs of this job (in namespace). */
+                job?: string | null;
+                /** @description ISO 8601 with an offset, inclusive. */
+                created_after?: string | null;
+                /** @description ISO 8601 with an offset, exclusive. */
+                created_before?: string | null;
+                /** @description Text in handler, job or error. */
+                q?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkConfirm"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResultOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    act_on_runs_in_bulk: {
+        parameters: {
+            query?: {
+                /** @description Only this namespace. */
+                namespace?: string | null;
+                /** @description Any of these states. */
+                state?: components["schemas"]["RunState"][] | null;
+                handler?: string | null;
+                queue?: string | null;
+                /** @description Runs that require this tag. */
+                tag?: string | null;
+                /** @description Runs of this job (in namespace). */
+                job?: string | null;
+                /** @description ISO 8601 with an offset, inclusive. */
+                created_after?: string | null;
+                /** @description ISO 8601 with an offset, exclusive. */
+                created_before?: string | null;
+                /** @description Text in handler, job or error. */
+                q?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description cancel, requeue or replay (delete: its own route). */
+                action: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkConfirm"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResultOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    preview_bulk_action: {
+        parameters: {
+            query?: {
+                /** @description Only this namespace. */
+                namespace?: string | null;
+                /** @description Any of these states. */
+                state?: components["schemas"]["RunState"][] | null;
+                handler?: string | null;
+                queue?: string | null;
+                /** @description Runs that require this tag. */
+                tag?: string | null;
+                /** @description Runs of this job (in namespace). */
+                job?: string | null;
+                /** @description ISO 8601 with an offset, inclusive. */
+                created_after?: string | null;
+                /** @description ISO 8601 with an offset, exclusive. */
+                created_before?: string | null;
+                /** @description Text in handler, job or error. */
+                q?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description cancel, requeue, replay or delete. */
+                action: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkPreviewOut"];
                 };
             };
             /** @description Bad Request */

@@ -113,6 +113,7 @@ def problem_response(
 # RotaError -> (status, kind). Order matters: subclasses first.
 _ERROR_STATUS: list[tuple[type[errors.RotaError], int, str]] = [
     (errors.InvalidPayload, 422, "invalid-payload"),
+    (errors.CountChanged, 409, "count-changed"),
     (errors.UnknownHandler, 422, "unknown-handler"),
     (errors.InvalidArgument, 422, "invalid-argument"),
     (errors.RunNotFound, 404, "not-found"),

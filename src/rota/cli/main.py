@@ -13,6 +13,7 @@ from click.exceptions import NoArgsIsHelpError
 
 from rota import logs
 from rota.cli.backfill import backfill
+from rota.cli.bulk import bulk
 from rota.cli.config import config, sources
 from rota.cli.controls import breakers, limits
 from rota.cli.cron import cron
@@ -99,6 +100,7 @@ for _command in (worker, enqueue, db, limits, breakers):
 for _command in (jobs, runs, dlq, workers, token, webhooks, events, workflows):
     main.add_command(_command)
 jobs.add_command(backfill)
+runs.add_command(bulk)
 # A job with a trigger is a schedule: `rota schedules list|pause|resume|...` is the same
 # group under the name operators look for first.
 main.add_command(jobs, name="schedules")

@@ -16,7 +16,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from rota.client import backfill_calls, calls, event_calls, webhook_calls, workflow_calls
+from rota.client import (
+    backfill_calls,
+    bulk_calls,
+    calls,
+    event_calls,
+    webhook_calls,
+    workflow_calls,
+)
 from rota.client.calls import JsonObject, RunNotFinished
 from rota.client.doors import (
     ApiError,
@@ -66,6 +73,8 @@ class _Calls:
     wait_for = door_call(calls.wait_for)
     list_dead = door_call(calls.list_dead)
     replay_dead = door_call(calls.replay_dead)
+    preview_bulk = door_call(bulk_calls.preview_bulk)
+    run_bulk = door_call(bulk_calls.run_bulk)
     list_workers = door_call(calls.list_workers)
     drain_worker = door_call(calls.drain_worker)
     resume_worker = door_call(calls.resume_worker)

@@ -78,6 +78,7 @@ def permissions(principal: Principal) -> dict[str, bool]:
     for name, guard in (
         ("trigger", GUARDS[Scope.TRIGGER]),
         ("manage", GUARDS[Scope.MANAGE]),
+        ("admin", GUARDS[Scope.ADMIN]),
         ("cluster_admin", CLUSTER_ADMIN_GUARD),
     ):
         try:
@@ -165,6 +166,8 @@ NOTICES = {
     "replayed": "Replayed as a new run.",
     "replayed-many": "Replayed {n} run(s).",
     "not-all": "{n} run(s) could not be changed (finished, live or not visible).",
+    "bulk-done": "The bulk action changed {n} run(s).",
+    "bulk-skipped": "The bulk action skipped {n} run(s): their state moved on meanwhile.",
     "paused": "Schedule paused: it plans no runs until resumed.",
     "resumed": "Schedule resumed from now.",
     "triggered": "Triggered: a run was enqueued.",

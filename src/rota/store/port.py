@@ -38,6 +38,7 @@ from rota.domain.stats import FinishedCount, QueueCount, Recount
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
+from rota.store.bulk_port import BulkRunStore
 from rota.store.event_port import EventStore
 from rota.store.limit_port import ApiLimitStore
 from rota.store.webhook_port import WebhookStore
@@ -85,16 +86,13 @@ class Store(Protocol):
     # flag instead of the store's type or its URL (optional ports: rota.bootstrap).
     supports_notify: bool  # LISTEN/NOTIFY wakes idle workers (else they poll often)
     supports_copy: bool  # large unkeyed batches are written with COPY
-    # ctx.transaction(): a handler's writes and its completion commit together
-    supports_handler_transactions: bool
+    supports_handler_transactions: bool  # ctx.transaction(): writes commit with completion
 
     async def open(self) -> None: ...
 
     async def close(self) -> None: ...
 
-    # -- the store's other ports, handed out by the store itself --------------
-    # store/webhook_port.py (subscriptions, the outbox), event_port.py (events and their
-    # subscriptions), limit_port.py (the HTTP API's shared rate windows, ADR 0036)
+    # -- the store's other ports (rota.store.*_port), handed out by the store itself --
     @property
     def webhooks(self) -> WebhookStore: ...
 
@@ -103,6 +101,9 @@ class Store(Protocol):
 
     @property
     def api_limits(self) -> ApiLimitStore: ...
+
+    @property
+    def bulk(self) -> BulkRunStore: ...
 
     # -- schema -------------------------------------------------------------
     async def schema_status(self) -> SchemaStatus: ...

@@ -8,8 +8,10 @@ the claim rounds, the leader-term check and the row mappers live in ``store/core
 from __future__ import annotations
 
 from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
+from rota.store.bulk_port import BulkRunStore
 from rota.store.core.access import CoreAccess
 from rota.store.core.api_limits import CoreApiLimits
+from rota.store.core.bulk import CoreBulk
 from rota.store.core.events import CoreEvents
 from rota.store.core.jobs import CoreJobs
 from rota.store.core.recent import Recent
@@ -34,6 +36,7 @@ class SqlStore(
     CoreWorkflowDefinitions,
     CoreEvents,
     CoreApiLimits,
+    CoreBulk,
 ):
     def __init__(
         self,
@@ -67,6 +70,10 @@ class SqlStore(
 
     @property
     def api_limits(self) -> ApiLimitStore:
+        return self
+
+    @property
+    def bulk(self) -> BulkRunStore:
         return self
 
     async def open(self) -> None:

@@ -75,17 +75,19 @@ class RunFilters:
         self.cursor = cursor
 
 
+def visible_namespaces(principal: Principal, namespace: str | None) -> tuple[str, ...] | None:
+    """The namespaces a filter reaches: the one asked for if the caller sees it (else
+    none), or every one the caller sees (None: all)."""
+    if namespace is not None:
+        return (namespace,) if principal.can_see(namespace) else ()
+    return None if principal.namespaces is None else tuple(sorted(principal.namespaces))
+
+
 async def _page(
     store: StoreDep, principal: Principal, filters: RunFilters, states: tuple[RunState, ...]
 ) -> RunPage:
-    if filters.namespace is not None:
-        namespaces: tuple[str, ...] | None = (
-            (filters.namespace,) if principal.can_see(filters.namespace) else ()
-        )
-    else:
-        namespaces = None if principal.namespaces is None else tuple(sorted(principal.namespaces))
     search = RunSearch(
-        namespaces=namespaces,
+        namespaces=visible_namespaces(principal, filters.namespace),
         states=states,
         handler=filters.handler,
         queue=filters.queue,
