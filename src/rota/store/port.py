@@ -18,6 +18,7 @@ from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAud
 from rota.domain.breakers import Breaker, BreakerRow, Transition
 from rota.domain.jobs import Job, JobAdvance, JobSpec, RecentStart, UnreadableJob
 from rota.domain.limits import Limit
+from rota.domain.queues import QueueControl
 from rota.domain.rates import RateLimit
 from rota.domain.runs import (
     LOG_READ_LIMIT,
@@ -292,6 +293,19 @@ class Store(Protocol):
     async def clear_rate(self, scope: str, name: str) -> bool: ...
 
     async def list_rates(self) -> list[RateLimit]: ...
+
+    async def list_queues(self) -> list[QueueControl]:
+        """Every queue an operator has acted on (paused or resumed), by name."""
+
+    async def set_queue_paused(
+        self, name: str, paused: bool, paused_by: str | None, now: datetime | None
+    ) -> QueueControl:
+        """Pause a queue cluster-wide (claims skip it within a second plus one claim;
+        runs held go on and finish) or resume it. Pausing a paused queue keeps its first
+        ``paused_at`` and ``paused_by``."""
+
+    async def paused_queues(self) -> frozenset[str]:
+        """The paused queues as this process's claims see them (at most ~1 s old)."""
 
     async def set_breaker_rule(self, handler: str, rule: Breaker) -> None: ...
 
