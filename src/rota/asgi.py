@@ -35,6 +35,7 @@ from rota.api.routes import (
     jobs,
     metrics,
     public,
+    queues,
     runs,
     webhooks,
     workflow_defs,
@@ -108,6 +109,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         workflow_defs.router,
         events.router,
         backfill.router,
+        queues.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:
