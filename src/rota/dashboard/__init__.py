@@ -19,7 +19,7 @@ from starlette.types import Scope
 
 from rota.api.context import ApiContext
 from rota.api.problems import ProblemException, status_of
-from rota.dashboard import actions, breakers, events, pages, reads, signin
+from rota.dashboard import actions, breakers, events, pages, queues, reads, signin
 from rota.dashboard.feed import ChangeFeed
 from rota.dashboard.render import HERE, environment
 from rota.dashboard.sessions import Session, session_key
@@ -44,6 +44,7 @@ SECTIONS = frozenset(
         "limits",
         "leader",
         "breakers",
+        "queues",
     }
 )
 log = structlog.get_logger("rota.dashboard")
@@ -81,7 +82,8 @@ def mount(api: FastAPI, api_context: ApiContext, restarts: Restarts | None = Non
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.dashboard = context
     app.state.rota = api_context  # the API's auth helpers find their context here too
-    for router in (signin.router, events.router, actions.router, pages.router, breakers.router):
+    routers = (signin, events, actions, pages, breakers, queues)
+    for router in (module.router for module in routers):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     _install_error_pages(app)

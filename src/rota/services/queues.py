@@ -9,13 +9,14 @@ the one every limited claim already reads."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from datetime import datetime
 
 from rota.clock import Clock
 from rota.domain.limits import Limit, LimitScope
 from rota.domain.queues import RECENT_WINDOW, QueueControl, QueueSummary, check_queue_name
 from rota.domain.queues import summarize as summarize_queues
-from rota.domain.stats import minute_floor
+from rota.domain.stats import FinishedCount, QueueCount, minute_floor
 from rota.errors import InvalidArgument
 from rota.store.port import Store
 
@@ -29,21 +30,35 @@ async def list_queues(
     """Every queue with runs, recent finished runs, a worker, a pause or a cap. Counts are
     those of ``namespaces`` (None: all); names, workers and pauses are the cluster's."""
     now = await store.now(clock.db_now())
-    since = minute_floor(now - RECENT_WINDOW)
+    since = recent_since(now)
+    live = await store.live_queue_counts(now)
+    finished = await store.finished_counts(since, MINUTE_BUCKETS)
+    return await summaries(store, now, live, finished, namespaces)
+
+
+def recent_since(now: datetime) -> datetime:
+    """Where the recent window starts: whole minutes, so the rollups answer it."""
+    return minute_floor(now - RECENT_WINDOW)
+
+
+async def summaries(
+    store: Store,
+    now: datetime,
+    live: Iterable[QueueCount],
+    finished: Iterable[FinishedCount],
+    namespaces: Namespaces = None,
+) -> list[QueueSummary]:
+    """The queues from counts already read (the dashboard shares its reads between
+    requests): ``finished`` by minute since :func:`recent_since`."""
+    since = recent_since(now)
 
     def seen(namespace: str) -> bool:
         return namespaces is None or namespace in namespaces
 
-    live = [c for c in await store.live_queue_counts(now) if seen(c.namespace)]
-    finished = [
-        c
-        for c in await store.finished_counts(since, MINUTE_BUCKETS)
-        if seen(c.namespace) and c.bucket_start >= since
-    ]
     return summarize_queues(
         now,
-        live,
-        finished,
+        [c for c in live if seen(c.namespace)],
+        [c for c in finished if seen(c.namespace) and c.bucket_start >= since],
         await store.list_workers(),
         await store.list_queues(),
         await store.list_limits(),
