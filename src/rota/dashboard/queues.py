@@ -15,6 +15,7 @@ from rota.dashboard import reads
 from rota.dashboard.sessions import Session
 from rota.dashboard.web import back_to, checked_form, dashboard, notice, page, require, viewer
 from rota.domain.access import Scope
+from rota.domain.queues import RECENT_WINDOW
 from rota.domain.values import MAX_INT32, whole_number
 from rota.services import queues as queue_service
 
@@ -32,7 +33,7 @@ async def queues(request: Request, session: Viewer) -> HTMLResponse:
         "queues.html",
         session,
         queues=rows,
-        window_minutes=int(queue_service.RECENT_WINDOW.total_seconds() // 60),
+        window_minutes=int(RECENT_WINDOW.total_seconds() // 60),
         notice=notice(request.query_params.get("notice"), request.query_params.get("n")),
         nav="queues",
     )
