@@ -65,3 +65,5 @@ def test_a_queue_name_is_checked_and_named_in_the_error(name: object) -> None:
         check_queue_name(name)
     assert repr(name) in str(raised.value)
     assert "letters, digits" in str(raised.value)
+    with pytest.raises(InvalidArgument):
+        QueueControl(name, paused=False)  # type: ignore[arg-type]

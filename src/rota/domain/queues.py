@@ -35,6 +35,9 @@ class QueueControl:
     paused_at: datetime | None = None
     paused_by: str | None = None
 
+    def __post_init__(self) -> None:
+        check_queue_name(self.name)
+
 
 @dataclass(frozen=True)
 class QueueSummary:
