@@ -61,7 +61,7 @@ async def resume_queue(
     return QueueOut.of(await queue_service.get_queue(store, context.clock, name))
 
 
-@router.put("/queues/{name}/concurrency-limit", responses=responses(*AUTHENTICATED, 422))
+@router.put("/queues/{name}/concurrency-limit", responses=responses(*AUTHENTICATED, 400, 422))
 async def set_queue_limit(
     request: Request,
     name: QueueName,
