@@ -35,6 +35,7 @@ from rota.api.routes import (
     jobs,
     metrics,
     public,
+    queues,
     runs,
     webhooks,
     workflow_defs,
@@ -103,6 +104,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         workflow_defs.router,
         events.router,
         backfill.router,
+        queues.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:

@@ -99,6 +99,9 @@ CLUSTER_WIDE = {
     ("POST", "/api/v1/workers/{node_id}/drain"),
     ("POST", "/api/v1/workers/{node_id}/resume"),
     ("POST", "/api/v1/breakers/{handler}/reset"),
+    ("POST", "/api/v1/queues/{name}/pause"),
+    ("POST", "/api/v1/queues/{name}/resume"),
+    ("PUT", "/api/v1/queues/{name}/concurrency-limit"),
 }
 
 

@@ -22,7 +22,7 @@ from .support import T0, at, bounded, enqueue_one, succeeded
 
 T = TypeVar("T")
 # Read through the store's short-lived caches, not by the claim itself.
-CACHED = frozenset({"limits", "rates", "breaker_rules", "breakers_tripped"})
+CACHED = frozenset({"limits", "rates", "breaker_rules", "breakers_tripped", "paused_queues"})
 # SQLite's read before the write lock (claims_read_first), not a round trip to a server.
 READ_FIRST = "anything_due"
 

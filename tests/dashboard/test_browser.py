@@ -36,6 +36,7 @@ PAGES = (
     "/limits",
     "/leader",
     "/breakers",
+    "/queues",
     "/signin",
 )
 
@@ -234,6 +235,22 @@ def test_drain_and_resume_a_worker(context: BrowserContext, server: Server) -> N
     expect(row).to_contain_text("active")
 
 
+def test_pause_and_resume_a_queue(context: BrowserContext, server: Server) -> None:
+    page = sign_in(context, server)
+    page.goto("/queues")
+    row = page.get_by_role("row").filter(has_text="default")
+    expect(row).to_contain_text("active")
+    row.get_by_role("button", name="Pause queue default").click()
+    expect(page.get_by_text("Queue paused")).to_be_visible()
+    expect(row).to_contain_text("paused")
+    page.goto("/")
+    expect(page.get_by_text("Paused (claims skip them)")).to_be_visible()
+    page.goto("/queues")
+    row.get_by_role("button", name="Resume queue default").click()
+    expect(page.get_by_text("Queue resumed")).to_be_visible()
+    expect(row).to_contain_text("active")
+
+
 def test_pausing_a_schedule_hides_its_next_fires(context: BrowserContext, server: Server) -> None:
     name = _name()
     created = server.api(
@@ -260,7 +277,7 @@ def test_a_viewer_sees_no_buttons_and_forged_posts_are_refused(
 ) -> None:
     run_id = server.enqueue("long", _name())
     page = sign_in(context, server, VIEWER)
-    for path in (f"/runs/{run_id}", "/runs", "/dlq", "/workers", "/limits"):
+    for path in (f"/runs/{run_id}", "/runs", "/dlq", "/workers", "/limits", "/queues"):
         page.goto(path)
         names = [b.inner_text() for b in page.get_by_role("button").all()]
         assert set(names) <= {"Sign out", "Filter"}, (path, names)

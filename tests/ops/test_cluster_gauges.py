@@ -125,3 +125,16 @@ async def test_open_breakers_are_a_gauge_per_handler(make_app) -> None:
     await hooks.publish_cluster_gauges(store, app.clock)
     assert sample("rota_breakers_open", {"handler": "h"}) == 0
     hooks.OBSERVER.cluster.clear()
+
+
+async def test_a_paused_queue_is_a_gauge_until_resumed(make_app) -> None:
+    app = make_app()
+    store = await app.store()
+    await store.set_queue_paused("mail", True, "ana", None)
+    await hooks.publish_cluster_gauges(store, app.clock)
+    assert sample("rota_queue_paused", {"queue": "mail"}) == 1
+    await store.set_queue_paused("mail", False, None, None)
+    await hooks.publish_cluster_gauges(store, app.clock)
+    assert sample("rota_queue_paused", {"queue": "mail"}) == 0
+    assert "rota_queue_paused" not in exposition.render(frozenset({"default"})).decode()
+    hooks.OBSERVER.cluster.clear()

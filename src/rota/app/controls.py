@@ -1,15 +1,17 @@
 """An App's cluster-wide controls: limits, rates and breakers (rota.services.controls),
-and the workers and the leader (rota.services.cluster)."""
+queues (rota.services.queues), and the workers and the leader (rota.services.cluster)."""
 
 from __future__ import annotations
 
 from rota.app.base import AppBase
 from rota.domain.breakers import BreakerRow
 from rota.domain.limits import Limit
+from rota.domain.queues import QueueControl, QueueSummary
 from rota.domain.rates import RateLimit
 from rota.domain.workers import WorkerInfo
 from rota.services import cluster as cluster_service
 from rota.services import controls as control_service
+from rota.services import queues as queue_service
 from rota.store.port import LeaderInfo
 
 
@@ -47,6 +49,19 @@ class AppControls(AppBase):
     def reset_breaker(self, handler: str, key: str = "") -> BreakerRow:
         """Close a breaker now (recorded as a transition with that cause)."""
         return self._stores.use(control_service.reset_breaker, self.clock, handler, key)
+
+    def list_queues(self) -> list[QueueSummary]:
+        """Every queue: depth by state, oldest due run, the recent window's throughput
+        and failure rate, the workers serving it, its pause and its cap."""
+        return self._stores.use(queue_service.list_queues, self.clock)
+
+    def pause_queue(self, name: str, by: str | None = None) -> QueueControl:
+        """Every worker stops claiming the queue's runs (within about a second); runs
+        already claimed finish. Kept in the database until :meth:`resume_queue`."""
+        return self._stores.use(queue_service.pause_queue, self.clock, name, by)
+
+    def resume_queue(self, name: str) -> QueueControl:
+        return self._stores.use(queue_service.resume_queue, self.clock, name)
 
     def list_workers(self) -> list[WorkerInfo]:
         return self._stores.use(cluster_service.list_workers)

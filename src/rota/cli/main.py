@@ -22,6 +22,7 @@ from rota.cli.dlq import dlq
 from rota.cli.enqueue import enqueue
 from rota.cli.events import events
 from rota.cli.jobs import jobs
+from rota.cli.queues import queues
 from rota.cli.runs import runs
 from rota.cli.server import server
 from rota.cli.tokens import token
@@ -97,7 +98,7 @@ def main(log_level: str, log_json: bool, config_path: str | None, ca_file: str |
 for _command in (worker, enqueue, db, limits, breakers):
     main.add_command(_command)
 # Through the HTTP API (--url, --token): rota.cli.api_client.
-for _command in (jobs, runs, dlq, workers, token, webhooks, events, workflows):
+for _command in (jobs, runs, dlq, workers, queues, token, webhooks, events, workflows):
     main.add_command(_command)
 jobs.add_command(backfill)
 runs.add_command(bulk)

@@ -21,6 +21,7 @@ from rota.client import (
     bulk_calls,
     calls,
     event_calls,
+    queue_calls,
     webhook_calls,
     workflow_calls,
 )
@@ -79,6 +80,11 @@ class _Calls:
     drain_worker = door_call(calls.drain_worker)
     resume_worker = door_call(calls.resume_worker)
     leader = door_call(calls.leader)
+    list_queues = door_call(queue_calls.list_queues)
+    get_queue = door_call(queue_calls.get_queue)
+    pause_queue = door_call(queue_calls.pause_queue)
+    resume_queue = door_call(queue_calls.resume_queue)
+    set_queue_limit = door_call(queue_calls.set_queue_limit)
     dev_token = door_call(calls.dev_token)
     list_webhooks = door_call(webhook_calls.list_webhooks)
     create_webhook = door_call(webhook_calls.create_webhook)

@@ -19,7 +19,7 @@ from starlette.types import Scope
 
 from rota.api.context import ApiContext
 from rota.api.problems import ProblemException, status_of
-from rota.dashboard import actions, breakers, bulk, events, pages, reads, signin
+from rota.dashboard import actions, breakers, bulk, events, pages, queues, reads, signin
 from rota.dashboard.feed import ChangeFeed
 from rota.dashboard.render import HERE, environment
 from rota.dashboard.sessions import Session, session_key
@@ -44,6 +44,7 @@ SECTIONS = frozenset(
         "limits",
         "leader",
         "breakers",
+        "queues",
     }
 )
 log = structlog.get_logger("rota.dashboard")
@@ -88,6 +89,7 @@ def mount(api: FastAPI, api_context: ApiContext, restarts: Restarts | None = Non
         actions.router,
         pages.router,
         breakers.router,
+        queues.router,
     ):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

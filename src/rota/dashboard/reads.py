@@ -15,6 +15,7 @@ from rota.dashboard.shared import Shared
 from rota.domain.access import Principal
 from rota.domain.jobs import Job, RecentStart
 from rota.domain.limits import Limit
+from rota.domain.queues import QueueSummary
 from rota.domain.runs import LogLine, Run
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
@@ -24,6 +25,7 @@ from rota.domain.workers import WorkerInfo
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.errors import JobNotFound
 from rota.services import cluster as cluster_service
+from rota.services import queues as queue_service
 from rota.services import runs as run_service
 from rota.services import schedules
 from rota.services import workflows as workflow_service
@@ -81,6 +83,7 @@ class Overview:
     dead_letters: int
     workers: dict[str, int]
     leader: LeaderInfo | None
+    paused_queues: tuple[str, ...] = ()
 
 
 class ClusterCounts:
@@ -99,8 +102,15 @@ class ClusterCounts:
             since = await store.now(clock.db_now()) - WINDOW
             return await store.finished_counts(since, BUCKET_SECONDS)
 
+        async def recent() -> list[FinishedCount]:
+            store = await store_of()
+            since = queue_service.recent_since(await store.now(clock.db_now()))
+            return await store.finished_counts(since, queue_service.MINUTE_BUCKETS)
+
         self.live = Shared(live, LIVE_FRESH_SECONDS, clock.monotonic)
         self.hour = Shared(hour, HOUR_FRESH_SECONDS, clock.monotonic)
+        # The queues page's window (minutes: the leader's rollups answer it).
+        self.recent = Shared(recent, HOUR_FRESH_SECONDS, clock.monotonic)
 
 
 async def overview(
@@ -127,6 +137,7 @@ async def overview(
         dead_letters=sum(c.count for c in live if c.state is RunState.DEAD_LETTERED),
         workers=dict(sorted(workers.items())),
         leader=await store.leader(),
+        paused_queues=tuple(sorted(await queue_service.paused_queues(store))),
     )
 
 
@@ -177,6 +188,17 @@ async def _pickup_delays(
 
 def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+# -- queues --------------------------------------------------------------------------
+async def queues(
+    store: Store, clock: Clock, principal: Principal, counts: ClusterCounts
+) -> list[QueueSummary]:
+    """Every queue, from the counts every request of the process shares (narrowed to
+    the viewer's namespaces); names, workers, pauses and caps are the cluster's."""
+    now = await store.now(clock.db_now())
+    live, recent = await counts.live.get(), await counts.recent.get()
+    return await queue_service.summaries(store, now, live, recent, principal.namespaces)
 
 
 # -- runs ----------------------------------------------------------------------------

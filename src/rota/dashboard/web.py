@@ -179,6 +179,10 @@ NOTICES = {
     "breaker-reset": "Breaker closed; the reset is recorded as a transition.",
     "rate-set": "Rate saved.",
     "rate-cleared": "Rate removed.",
+    "queue-paused": "Queue paused: workers stop claiming its runs within about a second.",
+    "queue-resumed": "Queue resumed: workers claim its runs again.",
+    "queue-limit-set": "Concurrency limit saved.",
+    "queue-limit-cleared": "Concurrency limit removed.",
 }
 
 

@@ -25,6 +25,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from rota.domain.breakers import BreakerRow, BreakerState
+from rota.domain.queues import QueueControl
 from rota.observe.cluster import ClusterGauges
 from rota.observe.metrics import Instruments
 
@@ -252,13 +253,24 @@ async def publish_cluster_gauges(store: Store, clock: Clock) -> None:
         queues = await store.live_queue_counts(now)
         workers = await store.list_workers()
         breakers = await store.list_breakers()
+        controls = await store.list_queues()
     except Exception as exc:  # noqa: BLE001 - a metric must not cost the leader its duties
         OBSERVER.cluster.clear()
         OBSERVER.instruments.breakers_open.clear()
+        OBSERVER.instruments.queue_paused.clear()
         OBSERVER.failed("cluster_gauges", exc)
         return
     OBSERVER.cluster.publish(queues, workers, now)
     breakers_seen(breakers)
+    queues_paused(controls)
+
+
+@_guarded("queues")
+def queues_paused(controls: Sequence[QueueControl]) -> None:
+    gauge = OBSERVER.instruments.queue_paused
+    gauge.clear()
+    for control in controls:
+        gauge.labels(control.name).set(1 if control.paused else 0)
 
 
 @_guarded("breakers")

@@ -124,6 +124,12 @@ class Instruments:
             "Circuit breakers of a handler open or half-open, as the leader last read them.",
             ("handler",),
         )
+        self.queue_paused = gauge(
+            "rota_queue_paused",
+            "1 while a queue is paused cluster-wide (claims skip it), 0 once resumed; "
+            "queues an operator has acted on, as the leader last read them.",
+            ("queue",),
+        )
         self.leader_changes = counter(
             "rota_leader_changes", "Times this node gained or lost leadership."
         )

@@ -10,7 +10,6 @@ tests.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -18,6 +17,7 @@ from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAud
 from rota.domain.breakers import Breaker, BreakerRow, Transition
 from rota.domain.jobs import Job, JobAdvance, JobSpec, RecentStart, UnreadableJob
 from rota.domain.limits import Limit
+from rota.domain.queues import QueueControl
 from rota.domain.rates import RateLimit
 from rota.domain.runs import (
     LOG_READ_LIMIT,
@@ -41,43 +41,13 @@ from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
 from rota.store.bulk_port import BulkRunStore
 from rota.store.event_port import EventStore
 from rota.store.limit_port import ApiLimitStore
+
+# Re-exported: callers import these from the port, as they always have.
+from rota.store.values import ClaimRequest as ClaimRequest
+from rota.store.values import LeaderInfo as LeaderInfo
+from rota.store.values import LeaderTerm as LeaderTerm
+from rota.store.values import SchemaStatus as SchemaStatus
 from rota.store.webhook_port import WebhookStore
-
-
-@dataclass(frozen=True)
-class ClaimRequest:
-    worker_id: str
-    queues: tuple[str, ...]
-    limit: int
-    lease_seconds: float
-    tags: tuple[str, ...] = ()  # the worker's tags: it may claim runs needing a subset
-
-
-@dataclass(frozen=True)
-class SchemaStatus:
-    current: int
-    latest: int
-
-    @property
-    def up_to_date(self) -> bool:
-        return self.current == self.latest
-
-
-@dataclass(frozen=True)
-class LeaderInfo:
-    holder: str
-    term: int
-    acquired_at: datetime
-    expires_at: datetime
-
-
-@dataclass(frozen=True)
-class LeaderTerm:
-    """One leadership term: who took it and when (it lasted until the next began)."""
-
-    term: int
-    holder: str
-    acquired_at: datetime
 
 
 class Store(Protocol):
@@ -295,6 +265,19 @@ class Store(Protocol):
     async def clear_rate(self, scope: str, name: str) -> bool: ...
 
     async def list_rates(self) -> list[RateLimit]: ...
+
+    async def list_queues(self) -> list[QueueControl]:
+        """Every queue an operator has acted on (paused or resumed), by name."""
+
+    async def set_queue_paused(
+        self, name: str, paused: bool, paused_by: str | None, now: datetime | None
+    ) -> QueueControl:
+        """Pause a queue cluster-wide (claims skip it within a second plus one claim;
+        runs held go on and finish) or resume it. Pausing a paused queue keeps its first
+        ``paused_at`` and ``paused_by``."""
+
+    async def paused_queues(self) -> frozenset[str]:
+        """The paused queues as this process's claims see them (at most ~1 s old)."""
 
     async def set_breaker_rule(self, handler: str, rule: Breaker) -> None: ...
 

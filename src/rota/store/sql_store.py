@@ -59,6 +59,7 @@ class SqlStore(
         self._limits = Recent(self._read_limits)
         self._rules = Recent(self._read_rules)
         self._tripped = Recent(self._read_tripped)
+        self._paused = Recent(self._read_paused)
 
     @property
     def webhooks(self) -> WebhookStore:
@@ -80,7 +81,7 @@ class SqlStore(
         await self._d.open()
 
     async def close(self) -> None:
-        for cached in (self._limits, self._rules, self._tripped):
+        for cached in (self._limits, self._rules, self._tripped, self._paused):
             await cached.close()
         await self._d.close()
 

@@ -44,6 +44,12 @@ class CoreClaim(CoreLimitedClaim):
         # A queue listed twice would pick its runs twice and fill the limit with
         # duplicates.
         queues = list(dict.fromkeys(request.queues))
+        paused = await self._paused.get()  # from memory: a query at most once a second
+        if paused:  # the path with no queue paused stays as it was (ADR 0035)
+            queues = [q for q in queues if q not in paused]
+            if not queues:
+                return []
+            request = replace(request, queues=tuple(queues))
         tags = sorted(set(request.tags))
         keyed: bool | None = None  # not known yet: asked only if needed
         if self._d.claims_read_first:

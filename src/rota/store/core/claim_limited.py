@@ -30,6 +30,7 @@ from rota.store.core.claim_window import (
     starts_logged,
     window_params,
 )
+from rota.store.core.queues import CoreQueues
 from rota.store.core.recent import Recent
 from rota.store.core.workflows import release_after
 from rota.store.dialect import ClaimLockBusy, Session
@@ -51,7 +52,7 @@ class Taken:
     saw_plain: bool = False  # some candidate no limit, rate, key or breaker applies to
 
 
-class CoreLimitedClaim(CoreBreakers):
+class CoreLimitedClaim(CoreBreakers, CoreQueues):
     _limits: Recent[tuple[Limits, Rates]]  # set in SqlStore.__init__
     # When (time.monotonic) a full rate bucket this process saw gets a slot back: an
     # idle worker wakes then instead of at its next poll (see next_due_in).

@@ -107,6 +107,11 @@ class CoreRegistry(CoreClaim):
     ) -> float | None:
         # Both stores answer: an idle worker sleeps to the earliest due run (a poll or a
         # notification may wake it sooner), so a planned run starts at its slot.
+        paused = await self._paused.get()
+        if paused:  # a paused queue's due runs must not wake its workers over and over
+            queues = [q for q in queues if q not in paused]
+            if not queues:
+                return None
         params = {"queues": list(queues), "looked_ago": max(looked_ago, 0.0)}
         rows = await self._d.rows("next_due_in", params, now)
         seconds = rows[0]["seconds"] if rows else None

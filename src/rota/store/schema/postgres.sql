@@ -222,6 +222,14 @@ CREATE TABLE rota_limits (
     CONSTRAINT rota_limits_scope_check CHECK (scope = ANY (ARRAY['global'::text, 'queue'::text, 'handler'::text]))
 );
 
+CREATE TABLE rota_queues (
+    name text NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    paused_at timestamp with time zone,
+    paused_by text,
+    CONSTRAINT rota_queues_pkey PRIMARY KEY (name)
+);
+
 CREATE TABLE rota_rate_starts (
     scope text NOT NULL,
     name text NOT NULL,

@@ -158,6 +158,13 @@ CREATE TABLE rota_limits (
     PRIMARY KEY (scope, name)
 );
 
+CREATE TABLE rota_queues (
+    name       TEXT PRIMARY KEY,
+    paused     INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+    paused_at  REAL,
+    paused_by  TEXT
+);
+
 CREATE TABLE rota_rate_starts (
     scope     TEXT NOT NULL,
     name      TEXT NOT NULL,

@@ -33,6 +33,7 @@ INSTANT_COLUMNS = frozenset(
         "heartbeat_at",
         "planning_failed_at",
         "planning_retry_at",
+        "paused_at",
         "oldest_due_at",
         "bucket_start",
         "counted_from",
