@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.breakers import Breaker, BreakerRow, Transition
+from rota.domain.charts import ChartBatch, ChartBy, ChartCount, ChartRange, ChartWindow
 from rota.domain.jobs import Job, JobAdvance, JobSpec, RecentStart, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.rates import RateLimit
@@ -375,6 +376,18 @@ class Store(Protocol):
     async def count_finished_minutes(self, now: datetime) -> Recount:
         """The leader's duty: count the runs finished per minute up to a minute before
         ``now`` (domain.stats.recount says which minutes); idempotent."""
+
+    async def count_chart_batch(self, now: datetime) -> ChartBatch:
+        """The leader's duty: one bounded batch of the charts' rollup (domain.charts
+        .chart_batch says which minutes), in one transaction; idempotent. Call again
+        while the answer is not ``caught_up``."""
+
+    async def chart_counts(
+        self, chart_range: ChartRange, by: ChartBy
+    ) -> tuple[ChartWindow | None, list[ChartCount]]:
+        """The charts' bars for ``chart_range``, per namespace, queue or handler and
+        final state, read from the rollup only (never history); None and no rows until
+        the leader has counted once."""
 
     async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey: ...
 

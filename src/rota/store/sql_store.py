@@ -10,6 +10,7 @@ from __future__ import annotations
 from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
 from rota.store.core.access import CoreAccess
 from rota.store.core.api_limits import CoreApiLimits
+from rota.store.core.charts import CoreCharts
 from rota.store.core.events import CoreEvents
 from rota.store.core.jobs import CoreJobs
 from rota.store.core.recent import Recent
@@ -34,6 +35,7 @@ class SqlStore(
     CoreWorkflowDefinitions,
     CoreEvents,
     CoreApiLimits,
+    CoreCharts,
 ):
     def __init__(
         self,
