@@ -35,6 +35,7 @@ from rota.api.routes import (
     metrics,
     public,
     runs,
+    stats,
     webhooks,
     workflow_defs,
     workflows,
@@ -101,6 +102,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         workflow_defs.router,
         events.router,
         backfill.router,
+        stats.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:
