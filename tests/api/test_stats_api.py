@@ -41,7 +41,8 @@ async def test_series_per_handler_of_the_namespaces_the_caller_reaches(
 ) -> None:
     empty = await client.get("/api/v1/stats/series", headers=auth(scopes=("jobs:read",)))
     assert empty.status_code == 200, empty.text
-    assert empty.json()["series"] == [] and empty.json()["counted_until"] is None
+    assert empty.json()["series"] == []
+    assert empty.json()["counted_until"] is None
     await _rolled_up(store)
     reader = auth(scopes=("jobs:read",), namespaces=("default",))
     response = await client.get(
@@ -52,7 +53,10 @@ async def test_series_per_handler_of_the_namespaces_the_caller_reaches(
     assert (body["range"], body["by"], body["bucket_seconds"]) == ("1h", "handler", 60)
     [only] = body["series"]
     assert (only["namespace"], only["key"], only["finished"], only["failures"]) == (
-        "default", "report", 2, 1,
+        "default",
+        "report",
+        2,
+        1,
     )
     assert len(only["points"]) == 60
     [bar] = [p for p in only["points"] if p["finished"]]
@@ -63,7 +67,8 @@ async def test_series_per_handler_of_the_namespaces_the_caller_reaches(
         "/api/v1/stats/series", params={"range": "7d"}, headers=auth(scopes=("jobs:read",))
     )
     assert [(s["namespace"], s["key"]) for s in everyone.json()["series"]] == [
-        ("default", "default"), ("secret", "default"),
+        ("default", "default"),
+        ("secret", "default"),
     ]
 
 

@@ -19,7 +19,12 @@ NOW = at(660)  # the minutes before T0 + 10 min have settled
 
 
 async def _finish(
-    store: Store, finished_at: float, waited: float, *, queue: str = "q1", handler: str = "h1",
+    store: Store,
+    finished_at: float,
+    waited: float,
+    *,
+    queue: str = "q1",
+    handler: str = "h1",
     failed: bool = False,
 ) -> None:
     """One run due at T0, picked up ``waited`` seconds later, finished at T0 + finished_at."""
@@ -63,7 +68,9 @@ async def test_every_finished_run_is_counted_once_by_queue_and_handler(store: St
     await _runs(store)
     assert await _count_all(store) > 1  # the first count goes back 8 days, in batches
     window, by_queue = await store.chart_counts(ChartRange.HOUR, ChartBy.QUEUE)
-    assert window is not None and window.until == at(600) and window.bars == 60
+    assert window is not None
+    assert window.until == at(600)
+    assert window.bars == 60
     assert _totals(by_queue) == {
         ("q1", RunState.SUCCEEDED): (2, (1, 0, 1, 0, 0, 0)),
         ("q1", RunState.FAILED): (1, (0, 0, 0, 1, 0, 0)),

@@ -36,6 +36,8 @@ PAGES = (
     "/limits",
     "/leader",
     "/breakers",
+    "/charts",
+    "/charts?range=7d&by=handler",
     "/signin",
 )
 

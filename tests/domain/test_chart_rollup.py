@@ -30,7 +30,8 @@ def test_the_first_batch_starts_eight_days_back_and_is_bounded() -> None:
     assert batch.start == batch.hour_start == batch.hours_keep_since
     assert batch.hours_keep_since == datetime(2029, 12, 31, 12, tzinfo=UTC)
     assert SETTLED - CHART_HOURS_KEEP - batch.start < timedelta(hours=1)
-    assert batch.until == batch.start + CHART_BATCH and not batch.caught_up
+    assert batch.until == batch.start + CHART_BATCH
+    assert not batch.caught_up
     # The minutes of the hour being summed stay, however old.
     assert batch.minutes_keep_since == batch.hour_start
 
@@ -43,9 +44,11 @@ def test_batches_move_forward_until_caught_up_then_recount_the_last_minutes() ->
         counted_until = batch.until
         if batch.caught_up:
             break
-    assert batch.caught_up and batch.until == SETTLED
+    assert batch.caught_up
+    assert batch.until == SETTLED
     again = chart_batch(NOW, counted_until)
-    assert again.start == SETTLED - CHART_RECOUNT and again.until == SETTLED
+    assert again.start == SETTLED - CHART_RECOUNT
+    assert again.until == SETTLED
     assert again.hour_start == datetime(2030, 1, 8, 12, tzinfo=UTC)
     assert again.hour_until == datetime(2030, 1, 8, 13, tzinfo=UTC)
     assert again.minutes_keep_since == SETTLED - CHART_MINUTES_KEEP
@@ -85,8 +88,11 @@ def test_series_fill_every_bar_and_sum_failures() -> None:
         ChartCount(start - timedelta(hours=2), "ns", "q", RunState.FAILED, 9, 0.0, (0,) * 6),
     ]
     [only] = series(counts, window)
-    assert len(only.points) == 60 and (only.finished, only.failures) == (4, 1)
+    assert len(only.points) == 60
+    assert (only.finished, only.failures) == (4, 1)
     first = only.points[0]
-    assert first.started == 4 and first.delay_mean == pytest.approx(0.375)
-    assert first.delay_p50 == 0.1 and first.delay_p99 == 1.0
+    assert first.started == 4
+    assert first.delay_mean == pytest.approx(0.375)
+    assert first.delay_p50 == 0.1
+    assert first.delay_p99 == 1.0
     assert only.points[1].delay_mean is None

@@ -44,6 +44,7 @@ SECTIONS = frozenset(
         "limits",
         "leader",
         "breakers",
+        "charts",
     }
 )
 log = structlog.get_logger("rota.dashboard")

@@ -22,7 +22,9 @@ from rota.domain.stats import minute_floor
 CHART_SETTLE = timedelta(seconds=60)  # a completion's finished_at may trail its commit
 CHART_RECOUNT = timedelta(minutes=5)  # counted again on every turn, in case one did
 CHART_BATCH = timedelta(hours=1)  # the most one transaction counts (bounded catch-up)
-CHART_BATCHES_PER_TURN = 24  # a first count of 8 days takes 8 turns of the duty
+# A first count of 8 days is caught up in one turn of the duty, an hour a transaction
+# (the writer is let go between batches); later turns need one batch.
+CHART_BATCHES_PER_TURN = 8 * 24 + 8
 CHART_MINUTES_KEEP = timedelta(hours=25)
 CHART_HOURS_KEEP = timedelta(days=8)
 HOUR = 3600
@@ -204,17 +206,48 @@ def delay_quantile(buckets: tuple[int, ...], q: float) -> float | None:
     return DELAY_BOUNDS[-1]
 
 
-def _add(point: ChartPoint, c: ChartCount) -> ChartPoint:
-    started = sum(c.delay_buckets)
+def _plus(point: ChartPoint, other: ChartPoint) -> ChartPoint:
+    states = {
+        s: point.by_state.get(s, 0) + other.by_state.get(s, 0)
+        for s in {*point.by_state, *other.by_state}
+    }
     return ChartPoint(
         at=point.at,
-        finished=point.finished + c.count,
-        failures=point.failures + (c.count if c.state in FAILURE_STATES else 0),
-        by_state={**point.by_state, c.state: point.by_state.get(c.state, 0) + c.count},
-        started=point.started + started,
-        delay_sum=point.delay_sum + c.delay_sum,
-        delay_buckets=tuple(a + b for a, b in zip(point.delay_buckets, c.delay_buckets, strict=True)),
+        finished=point.finished + other.finished,
+        failures=point.failures + other.failures,
+        by_state=states,
+        started=point.started + other.started,
+        delay_sum=point.delay_sum + other.delay_sum,
+        delay_buckets=tuple(
+            a + b for a, b in zip(point.delay_buckets, other.delay_buckets, strict=True)
+        ),
     )
+
+
+def _add(point: ChartPoint, c: ChartCount) -> ChartPoint:
+    return _plus(
+        point,
+        ChartPoint(
+            at=point.at,
+            finished=c.count,
+            failures=c.count if c.state in FAILURE_STATES else 0,
+            by_state={c.state: c.count},
+            started=sum(c.delay_buckets),
+            delay_sum=c.delay_sum,
+            delay_buckets=c.delay_buckets,
+        ),
+    )
+
+
+def combined(all_series: Iterable[ChartSeries], window: ChartWindow) -> list[ChartPoint]:
+    """Every series summed bar by bar (the chart of "all queues")."""
+    points = [
+        ChartPoint(at=window.since + timedelta(seconds=window.bucket_seconds * i))
+        for i in range(window.bars)
+    ]
+    for one in all_series:
+        points = [_plus(a, b) for a, b in zip(points, one.points, strict=True)]
+    return points
 
 
 def series(counts: Iterable[ChartCount], window: ChartWindow) -> list[ChartSeries]:

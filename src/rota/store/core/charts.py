@@ -6,13 +6,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from rota.domain.charts import ChartBatch, ChartBy, ChartCount, ChartRange, ChartWindow
-from rota.domain.charts import chart_batch, chart_window
+from rota.domain.charts import (
+    ChartBatch,
+    ChartBy,
+    ChartCount,
+    ChartRange,
+    ChartWindow,
+    chart_batch,
+    chart_window,
+)
 from rota.domain.states import RunState
 from rota.store.core.base import CoreBase
 from rota.store.dialect import Session
 
-DELAY_COLUMNS = ("waited_100ms", "waited_1s", "waited_10s", "waited_1m", "waited_10m", "waited_more")
+DELAY_COLUMNS = (
+    "waited_100ms",
+    "waited_1s",
+    "waited_10s",
+    "waited_1m",
+    "waited_10m",
+    "waited_more",
+)
 
 
 def chart_count_from_row(row: dict[str, Any]) -> ChartCount:
