@@ -44,13 +44,15 @@ async def _count_all(store: Store, now: datetime = NOW) -> int:
     return batches
 
 
-def _totals(counts: list[ChartCount]) -> dict[tuple[str, RunState], tuple[int, tuple[int, ...]]]:
-    """Per key and state: how many finished, and their delay buckets (over all bars)."""
-    sums: dict[tuple[str, RunState], tuple[int, tuple[int, ...]]] = {}
+def _totals(counts: list[ChartCount]) -> dict[str, tuple[int, int, int, tuple[int, ...]]]:
+    """Per key, over all bars: finished, succeeded, failures and the delay buckets."""
+    sums: dict[str, tuple[int, int, int, tuple[int, ...]]] = {}
     for c in counts:
-        n, buckets = sums.get((c.key, c.state), (0, (0,) * len(c.delay_buckets)))
-        sums[(c.key, c.state)] = (
+        n, ok, bad, buckets = sums.get(c.key, (0, 0, 0, (0,) * len(c.delay_buckets)))
+        sums[c.key] = (
             n + c.count,
+            ok + c.succeeded,
+            bad + c.failures,
             tuple(a + b for a, b in zip(buckets, c.delay_buckets, strict=True)),
         )
     return sums
@@ -72,18 +74,16 @@ async def test_every_finished_run_is_counted_once_by_queue_and_handler(store: St
     assert window.until == at(600)
     assert window.bars == 60
     assert _totals(by_queue) == {
-        ("q1", RunState.SUCCEEDED): (2, (1, 0, 1, 0, 0, 0)),
-        ("q1", RunState.FAILED): (1, (0, 0, 0, 1, 0, 0)),
-        ("q2", RunState.SUCCEEDED): (1, (0, 0, 0, 0, 1, 0)),
+        "q1": (3, 2, 1, (1, 0, 1, 1, 0, 0)),
+        "q2": (1, 1, 0, (0, 0, 0, 0, 1, 0)),
     }
     _, by_handler = await store.chart_counts(ChartRange.HOUR, ChartBy.HANDLER)
     assert _totals(by_handler) == {
-        ("h1", RunState.SUCCEEDED): (2, (1, 0, 0, 0, 1, 0)),
-        ("h2", RunState.SUCCEEDED): (1, (0, 0, 1, 0, 0, 0)),
-        ("h2", RunState.FAILED): (1, (0, 0, 0, 1, 0, 0)),
+        "h1": (2, 2, 0, (1, 0, 0, 0, 1, 0)),
+        "h2": (2, 1, 1, (0, 0, 1, 1, 0, 0)),
     }
-    h2 = [c for c in by_handler if c.key == "h2" and c.state is RunState.SUCCEEDED]
-    assert [(c.bucket_start, c.delay_sum) for c in h2] == [(at(60), pytest.approx(5.0))]
+    h2 = [c for c in by_handler if c.key == "h2"]
+    assert [(c.bucket_start, c.delay_sum) for c in h2] == [(at(60), pytest.approx(35.0))]
     # The day's and the week's charts say the same in wider bars (the week from hours).
     for wide in (ChartRange.DAY, ChartRange.WEEK):
         window, counts = await store.chart_counts(wide, ChartBy.HANDLER)
@@ -107,7 +107,7 @@ async def test_counting_again_counts_nothing_twice(store: Store) -> None:
     await _finish(store, 590, 0.01, queue="q3")
     await _count_all(store, later + timedelta(minutes=1))
     _, counts = await store.chart_counts(ChartRange.HOUR, ChartBy.QUEUE)
-    assert _totals(counts)[("q3", RunState.SUCCEEDED)] == (1, (1, 0, 0, 0, 0, 0))
+    assert _totals(counts)["q3"] == (1, 1, 0, (1, 0, 0, 0, 0, 0))
 
 
 class _Crash(Exception):
@@ -142,4 +142,4 @@ async def test_a_batch_that_dies_before_its_commit_counts_nothing(
     assert await store.chart_counts(ChartRange.HOUR, ChartBy.QUEUE) == before
     await _count_all(store)
     _, counts = await store.chart_counts(ChartRange.HOUR, ChartBy.QUEUE)
-    assert sum(n for n, _ in _totals(counts).values()) == 4  # each run once
+    assert sum(n for n, *_ in _totals(counts).values()) == 4  # each run once

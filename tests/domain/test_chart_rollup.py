@@ -19,7 +19,6 @@ from rota.domain.charts import (
     delay_quantile,
     series,
 )
-from rota.domain.states import RunState
 
 NOW = datetime(2030, 1, 8, 12, 10, 30, tzinfo=UTC)
 SETTLED = datetime(2030, 1, 8, 12, 9, tzinfo=UTC)
@@ -83,9 +82,8 @@ def test_series_fill_every_bar_and_sum_failures() -> None:
     window = chart_window(ChartRange.HOUR, SETTLED)
     start = window.since
     counts = [
-        ChartCount(start, "ns", "q", RunState.SUCCEEDED, 3, 1.5, (1, 2, 0, 0, 0, 0)),
-        ChartCount(start, "ns", "q", RunState.DEAD_LETTERED, 1, 0.0, (1, 0, 0, 0, 0, 0)),
-        ChartCount(start - timedelta(hours=2), "ns", "q", RunState.FAILED, 9, 0.0, (0,) * 6),
+        ChartCount(start, "ns", "q", 4, 3, 1, 1.5, (2, 2, 0, 0, 0, 0)),
+        ChartCount(start - timedelta(hours=2), "ns", "q", 9, 0, 9, 0.0, (0,) * 6),
     ]
     [only] = series(counts, window)
     assert len(only.points) == 60

@@ -10,9 +10,8 @@ The leader counts finished runs per minute, namespace, queue, handler and final 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -140,14 +139,16 @@ def chart_window(chart_range: ChartRange, counted_until: datetime) -> ChartWindo
 @dataclass(frozen=True)
 class ChartCount:
     """One row of a chart read: runs of one namespace's queue (or handler) that finished
-    in ``state`` in the bar from ``bucket_start``; of those that started, the sum of
-    their pickup delays and how many fell in each DELAY_BOUNDS bucket."""
+    in the bar from ``bucket_start``, how many succeeded and how many ended in one of
+    FAILURE_STATES; of those that started, the sum of their pickup delays and how many
+    fell in each DELAY_BOUNDS bucket."""
 
     bucket_start: datetime
     namespace: str
     key: str
-    state: RunState
     count: int
+    succeeded: int
+    failures: int
     delay_sum: float
     delay_buckets: tuple[int, ...]
 
@@ -156,8 +157,8 @@ class ChartCount:
 class ChartPoint:
     at: datetime
     finished: int = 0
+    succeeded: int = 0
     failures: int = 0
-    by_state: dict[RunState, int] = field(default_factory=dict)
     started: int = 0  # finished runs that had started: those with a pickup delay
     delay_sum: float = 0.0
     delay_buckets: tuple[int, ...] = (0,) * DELAY_BUCKETS
@@ -207,15 +208,11 @@ def delay_quantile(buckets: tuple[int, ...], q: float) -> float | None:
 
 
 def _plus(point: ChartPoint, other: ChartPoint) -> ChartPoint:
-    states = {
-        s: point.by_state.get(s, 0) + other.by_state.get(s, 0)
-        for s in {*point.by_state, *other.by_state}
-    }
     return ChartPoint(
         at=point.at,
         finished=point.finished + other.finished,
+        succeeded=point.succeeded + other.succeeded,
         failures=point.failures + other.failures,
-        by_state=states,
         started=point.started + other.started,
         delay_sum=point.delay_sum + other.delay_sum,
         delay_buckets=tuple(
@@ -224,18 +221,15 @@ def _plus(point: ChartPoint, other: ChartPoint) -> ChartPoint:
     )
 
 
-def _add(point: ChartPoint, c: ChartCount) -> ChartPoint:
-    return _plus(
-        point,
-        ChartPoint(
-            at=point.at,
-            finished=c.count,
-            failures=c.count if c.state in FAILURE_STATES else 0,
-            by_state={c.state: c.count},
-            started=sum(c.delay_buckets),
-            delay_sum=c.delay_sum,
-            delay_buckets=c.delay_buckets,
-        ),
+def _point(c: ChartCount) -> ChartPoint:
+    return ChartPoint(
+        at=c.bucket_start,
+        finished=c.count,
+        succeeded=c.succeeded,
+        failures=c.failures,
+        started=sum(c.delay_buckets),
+        delay_sum=c.delay_sum,
+        delay_buckets=c.delay_buckets,
     )
 
 
@@ -252,18 +246,18 @@ def combined(all_series: Iterable[ChartSeries], window: ChartWindow) -> list[Cha
 
 def series(counts: Iterable[ChartCount], window: ChartWindow) -> list[ChartSeries]:
     """One series per namespace and key, every bar of the window present (zero when
-    nothing finished), ordered by namespace and key."""
+    nothing finished), ordered by namespace and key. A read has one row per bar."""
     starts = [
         window.since + timedelta(seconds=window.bucket_seconds * i) for i in range(window.bars)
     ]
     index = {at: i for i, at in enumerate(starts)}
-    grouped: dict[tuple[str, str], list[ChartPoint]] = defaultdict(
-        lambda: [ChartPoint(at=at) for at in starts]
-    )
+    grouped: dict[tuple[str, str], list[ChartPoint]] = {}
     for c in counts:
         i = index.get(c.bucket_start)
         if i is None:
             continue  # outside the window (a rollup row newer than its cursor)
-        points = grouped[(c.namespace, c.key)]
-        points[i] = _add(points[i], c)
+        points = grouped.get((c.namespace, c.key))
+        if points is None:
+            points = grouped[(c.namespace, c.key)] = [ChartPoint(at=at) for at in starts]
+        points[i] = _plus(points[i], _point(c)) if points[i].finished else _point(c)
     return [ChartSeries(ns, key, points) for (ns, key), points in sorted(grouped.items())]

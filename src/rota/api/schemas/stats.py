@@ -15,7 +15,7 @@ class SeriesPoint(BaseModel):
     at: datetime = Field(description="Where the bar starts (bars are bucket_seconds long).")
     finished: int
     failures: int = Field(description="Finished failed, timed out, dead-lettered or cancelled.")
-    by_state: dict[str, int] = Field(description="Finished runs per final state.")
+    succeeded: int
     started: int = Field(description="Finished runs that had started: those with a delay.")
     delay_mean_seconds: float | None = Field(description="Mean pickup delay (started - due).")
     delay_p50_seconds: float | None = Field(
@@ -31,7 +31,7 @@ class SeriesPoint(BaseModel):
             at=point.at,
             finished=point.finished,
             failures=point.failures,
-            by_state={state.value: n for state, n in sorted(point.by_state.items())},
+            succeeded=point.succeeded,
             started=point.started,
             delay_mean_seconds=point.delay_mean,
             delay_p50_seconds=point.delay_p50,

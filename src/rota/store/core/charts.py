@@ -15,7 +15,6 @@ from rota.domain.charts import (
     chart_batch,
     chart_window,
 )
-from rota.domain.states import RunState
 from rota.store.core.base import CoreBase
 from rota.store.dialect import Session
 
@@ -34,8 +33,9 @@ def chart_count_from_row(row: dict[str, Any]) -> ChartCount:
         bucket_start=row["bucket_start"],
         namespace=row["namespace"],
         key=row["key"],
-        state=RunState(row["state"]),
         count=int(row["count"]),
+        succeeded=int(row["succeeded"]),
+        failures=int(row["failures"]),
         delay_sum=float(row["waited_sum"]),
         delay_buckets=tuple(int(row[c]) for c in DELAY_COLUMNS),
     )

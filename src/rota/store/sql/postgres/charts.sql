@@ -60,37 +60,41 @@ ON CONFLICT (id) DO UPDATE SET counted_until = excluded.counted_until;
 
 -- name: chart_minutes
 -- A chart's bars from the minutes in [since, until), per namespace and queue (or
--- handler, by) and final state.
+-- handler, by). The failure states are domain.charts.FAILURE_STATES (a test pins them).
 SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s)
            AS bucket_start,
        namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END AS key,
-       state,
-       sum(count) AS count,
+       sum(count)::bigint AS count,
+       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END)::bigint AS succeeded,
+       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
+                THEN count ELSE 0 END)::bigint AS failures,
        sum(waited_sum) AS waited_sum,
-       sum(waited_100ms) AS waited_100ms,
-       sum(waited_1s) AS waited_1s,
-       sum(waited_10s) AS waited_10s,
-       sum(waited_1m) AS waited_1m,
-       sum(waited_10m) AS waited_10m,
-       sum(waited_more) AS waited_more
+       sum(waited_100ms)::bigint AS waited_100ms,
+       sum(waited_1s)::bigint AS waited_1s,
+       sum(waited_10s)::bigint AS waited_10s,
+       sum(waited_1m)::bigint AS waited_1m,
+       sum(waited_10m)::bigint AS waited_10m,
+       sum(waited_more)::bigint AS waited_more
 FROM rota_chart_minutes
 WHERE minute >= %(since)s::timestamptz AND minute < %(until)s::timestamptz
-GROUP BY 1, namespace, 3, state;
+GROUP BY 1, namespace, 3;
 
 -- name: chart_hours
 -- The same from the hours (the 7 d chart).
 SELECT to_timestamp(floor(extract(epoch FROM hour) / %(bucket)s) * %(bucket)s)
            AS bucket_start,
        namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END AS key,
-       state,
-       sum(count) AS count,
+       sum(count)::bigint AS count,
+       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END)::bigint AS succeeded,
+       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
+                THEN count ELSE 0 END)::bigint AS failures,
        sum(waited_sum) AS waited_sum,
-       sum(waited_100ms) AS waited_100ms,
-       sum(waited_1s) AS waited_1s,
-       sum(waited_10s) AS waited_10s,
-       sum(waited_1m) AS waited_1m,
-       sum(waited_10m) AS waited_10m,
-       sum(waited_more) AS waited_more
+       sum(waited_100ms)::bigint AS waited_100ms,
+       sum(waited_1s)::bigint AS waited_1s,
+       sum(waited_10s)::bigint AS waited_10s,
+       sum(waited_1m)::bigint AS waited_1m,
+       sum(waited_10m)::bigint AS waited_10m,
+       sum(waited_more)::bigint AS waited_more
 FROM rota_chart_hours
 WHERE hour >= %(since)s::timestamptz AND hour < %(until)s::timestamptz
-GROUP BY 1, namespace, 3, state;
+GROUP BY 1, namespace, 3;
