@@ -1892,13 +1892,6 @@ export interface components {
              */
             at: string;
             /**
-             * By State
-             * @description Finished runs per final state.
-             */
-            by_state: {
-                [key: string]: number;
-            };
-            /**
              * Delay Mean Seconds
              * @description Mean pickup delay (started - due).
              */
@@ -1925,6 +1918,8 @@ export interface components {
              * @description Finished runs that had started: those with a delay.
              */
             started: number;
+            /** Succeeded */
+            succeeded: number;
         };
         /** StartOut */
         StartOut: {
