@@ -1,6 +1,6 @@
 """The leader's finished-counts duty also rolls finished runs up for the charts (in one
 turn from nothing, a bounded batch a transaction), and drops rollup rows older than
-eight days (minutes older than 25 hours)."""
+eight days (minutes and quarter-hours older than 25 hours)."""
 
 from __future__ import annotations
 
@@ -44,10 +44,10 @@ async def test_the_duty_rolls_up_and_prunes_what_is_older_than_kept(
     assert window is not None
     assert window.until == NOW - timedelta(minutes=1)
     assert [(c.key, c.count) for c in counts] == [("report", 1)]
-    assert (_rows(db_url, "rota_chart_minutes"), _rows(db_url, "rota_chart_hours")) == (1, 1)
+    assert [_rows(db_url, f"rota_chart_{t}") for t in ("minutes", "quarters", "hours")] == [1, 1, 1]
     clock.advance(days=2)  # the minute is past 25 hours; its hour is kept
     await keeper.count_finished()
-    assert (_rows(db_url, "rota_chart_minutes"), _rows(db_url, "rota_chart_hours")) == (0, 1)
+    assert [_rows(db_url, f"rota_chart_{t}") for t in ("minutes", "quarters", "hours")] == [0, 0, 1]
     _, week = await store.chart_counts(ChartRange.WEEK, ChartBy.HANDLER)
     assert [(c.key, c.count) for c in week] == [("report", 1)]
     clock.advance(days=6, hours=2)  # past eight days: the hour goes too

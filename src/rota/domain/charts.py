@@ -3,9 +3,10 @@ the leader counts next, which rollup and which bars a range reads, and pickup-de
 quantiles estimated from fixed buckets. No I/O, no clock: ``now`` comes in.
 
 The leader counts finished runs per minute, namespace, queue, handler and final state
-(rota_chart_minutes, kept CHART_MINUTES_KEEP) and sums those minutes per hour
-(rota_chart_hours, kept CHART_HOURS_KEEP). The 1 h and 24 h charts read minutes; the
-7 d chart reads hours: 60 times fewer rows than minutes for the same week."""
+(rota_chart_minutes) and sums those minutes per quarter-hour (rota_chart_quarters), both
+kept CHART_MINUTES_KEEP, and per hour (rota_chart_hours, kept CHART_HOURS_KEEP). The
+1 h chart reads minutes, the 24 h chart quarter-hours, the 7 d chart hours: a read sums
+as many rows whatever the range, and none of history."""
 
 from __future__ import annotations
 
@@ -55,8 +56,10 @@ class ChartRange(StrEnum):
         return {"1h": 60, "24h": 900, "7d": HOUR}[self.value]
 
     @property
-    def reads_hours(self) -> bool:
-        return self is ChartRange.WEEK
+    def rollup(self) -> str:
+        """Which rollup the chart reads: minutes, quarter-hours or hours (each bar sums
+        at most 15 rows a key and state, and a read at most 96 x 4 = 384 a key)."""
+        return {"1h": "minutes", "24h": "quarters", "7d": "hours"}[self.value]
 
 
 class ChartBy(StrEnum):
@@ -75,9 +78,9 @@ def _ceil(at: datetime, seconds: int) -> datetime:
 @dataclass(frozen=True)
 class ChartBatch:
     """One transaction of the leader's count: the minutes in [start, until) are counted
-    again from history, the hours in [hour_start, hour_until) summed again from the
-    minutes; minutes before ``minutes_keep_since`` and hours before ``hours_keep_since``
-    are dropped. ``caught_up``: ``until`` is as far as may be counted at ``now``."""
+    again from history, the hours and quarter-hours in [hour_start, hour_until) summed
+    again from the minutes; minutes and quarter-hours before ``minutes_keep_since`` and
+    hours before ``hours_keep_since`` are dropped. ``caught_up``: ``until`` is as far as may be counted at ``now``."""
 
     start: datetime
     until: datetime

@@ -60,6 +60,8 @@ class CoreCharts(CoreBase):
             await session.rows("count_chart_minutes", params)
             await session.rows("forget_chart_hours", params)
             await session.rows("count_chart_hours", params)
+            await session.rows("forget_chart_quarters", params)
+            await session.rows("count_chart_quarters", params)
             await session.rows("set_chart_counted_until", params)
 
         await self._d.in_transaction(now, count)
@@ -73,7 +75,7 @@ class CoreCharts(CoreBase):
             return None, []
         window = chart_window(chart_range, counted[0]["counted_until"])
         rows = await self._d.rows(
-            "chart_hours" if chart_range.reads_hours else "chart_minutes",
+            f"chart_{chart_range.rollup}",
             {
                 "since": window.since,
                 "until": window.until,

@@ -161,6 +161,23 @@ CREATE TABLE rota_chart_minutes (
     CONSTRAINT rota_chart_minutes_pkey PRIMARY KEY (minute, namespace, queue, handler, state)
 );
 
+CREATE TABLE rota_chart_quarters (
+    quarter timestamp with time zone NOT NULL,
+    namespace text NOT NULL,
+    queue text NOT NULL,
+    handler text NOT NULL,
+    state text NOT NULL,
+    count bigint NOT NULL,
+    waited_sum double precision NOT NULL,
+    waited_100ms bigint NOT NULL,
+    waited_1s bigint NOT NULL,
+    waited_10s bigint NOT NULL,
+    waited_1m bigint NOT NULL,
+    waited_10m bigint NOT NULL,
+    waited_more bigint NOT NULL,
+    CONSTRAINT rota_chart_quarters_pkey PRIMARY KEY (quarter, namespace, queue, handler, state)
+);
+
 CREATE TABLE rota_chart_rollup (
     id integer NOT NULL,
     counted_until timestamp with time zone NOT NULL,

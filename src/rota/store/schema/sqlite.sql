@@ -119,6 +119,23 @@ CREATE TABLE rota_chart_minutes (
     PRIMARY KEY (minute, namespace, queue, handler, state)
 ) WITHOUT ROWID;
 
+CREATE TABLE rota_chart_quarters (
+    quarter       REAL NOT NULL,
+    namespace     TEXT NOT NULL,
+    queue         TEXT NOT NULL,
+    handler       TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    count         INTEGER NOT NULL,
+    waited_sum    REAL NOT NULL,
+    waited_100ms  INTEGER NOT NULL,
+    waited_1s     INTEGER NOT NULL,
+    waited_10s    INTEGER NOT NULL,
+    waited_1m     INTEGER NOT NULL,
+    waited_10m    INTEGER NOT NULL,
+    waited_more   INTEGER NOT NULL,
+    PRIMARY KEY (quarter, namespace, queue, handler, state)
+) WITHOUT ROWID;
+
 CREATE TABLE rota_chart_rollup (
     id             INTEGER PRIMARY KEY CHECK (id = 1),
     counted_until  REAL NOT NULL

@@ -1,9 +1,10 @@
 -- rota schema version 24 (PostgreSQL): the charts' rollup (issue 29, DESIGN.md "The
--- dashboard's charts"). The leader counts finished runs per minute, namespace, queue,
+-- dashboard", Charts). The leader counts finished runs per minute, namespace, queue,
 -- handler and final state, with their pickup delays (started_at - run_at: a sum and
 -- how many fell in each fixed bucket, so p50 and p99 can be estimated), and sums the
--- minutes per hour. Minutes are kept 25 hours (the 1 h and 24 h charts), hours 8 days
--- (the 7 d chart). rota_chart_rollup.counted_until: every minute before it is counted.
+-- minutes per hour and per quarter-hour. Minutes (the 1 h chart) and quarter-hours
+-- (the 24 h chart) are kept 25 hours, hours (the 7 d chart) 8 days.
+-- rota_chart_rollup.counted_until: every minute before it is counted.
 -- NOTE: numbered 0024 on branch charts; it becomes 0026 when merged after 0023-0025.
 
 CREATE TABLE rota_chart_minutes (
@@ -38,6 +39,23 @@ CREATE TABLE rota_chart_hours (
     waited_10m    bigint NOT NULL,
     waited_more   bigint NOT NULL,
     PRIMARY KEY (hour, namespace, queue, handler, state)
+);
+
+CREATE TABLE rota_chart_quarters (
+    quarter       timestamptz NOT NULL,
+    namespace     text NOT NULL,
+    queue         text NOT NULL,
+    handler       text NOT NULL,
+    state         text NOT NULL,
+    count         bigint NOT NULL,
+    waited_sum    double precision NOT NULL,
+    waited_100ms  bigint NOT NULL,
+    waited_1s     bigint NOT NULL,
+    waited_10s    bigint NOT NULL,
+    waited_1m     bigint NOT NULL,
+    waited_10m    bigint NOT NULL,
+    waited_more   bigint NOT NULL,
+    PRIMARY KEY (quarter, namespace, queue, handler, state)
 );
 
 CREATE TABLE rota_chart_rollup (

@@ -54,6 +54,30 @@ FROM rota_chart_minutes
 WHERE minute >= %(hour_start)s::timestamptz AND minute < %(hour_until)s::timestamptz
 GROUP BY 1, namespace, queue, handler, state;
 
+-- name: forget_chart_quarters
+DELETE FROM rota_chart_quarters
+WHERE quarter >= %(hour_start)s::timestamptz
+   OR quarter < %(minutes_keep_since)s::timestamptz;
+
+-- name: count_chart_quarters
+-- The quarter-hours of those hours, likewise (kept as long as minutes).
+INSERT INTO rota_chart_quarters (
+    quarter, namespace, queue, handler, state, count, waited_sum,
+    waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more)
+SELECT to_timestamp(floor(extract(epoch FROM minute) / 900) * 900),
+       namespace, queue, handler, state,
+       sum(count),
+       sum(waited_sum),
+       sum(waited_100ms),
+       sum(waited_1s),
+       sum(waited_10s),
+       sum(waited_1m),
+       sum(waited_10m),
+       sum(waited_more)
+FROM rota_chart_minutes
+WHERE minute >= %(hour_start)s::timestamptz AND minute < %(hour_until)s::timestamptz
+GROUP BY 1, namespace, queue, handler, state;
+
 -- name: set_chart_counted_until
 INSERT INTO rota_chart_rollup (id, counted_until) VALUES (1, %(until)s::timestamptz)
 ON CONFLICT (id) DO UPDATE SET counted_until = excluded.counted_until;
@@ -97,4 +121,24 @@ SELECT to_timestamp(floor(extract(epoch FROM hour) / %(bucket)s) * %(bucket)s)
        sum(waited_more)::bigint AS waited_more
 FROM rota_chart_hours
 WHERE hour >= %(since)s::timestamptz AND hour < %(until)s::timestamptz
+GROUP BY 1, namespace, 3;
+
+-- name: chart_quarters
+-- The same from the quarter-hours (the 24 h chart).
+SELECT to_timestamp(floor(extract(epoch FROM quarter) / %(bucket)s) * %(bucket)s)
+           AS bucket_start,
+       namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END AS key,
+       sum(count)::bigint AS count,
+       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END)::bigint AS succeeded,
+       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
+                THEN count ELSE 0 END)::bigint AS failures,
+       sum(waited_sum) AS waited_sum,
+       sum(waited_100ms)::bigint AS waited_100ms,
+       sum(waited_1s)::bigint AS waited_1s,
+       sum(waited_10s)::bigint AS waited_10s,
+       sum(waited_1m)::bigint AS waited_1m,
+       sum(waited_10m)::bigint AS waited_10m,
+       sum(waited_more)::bigint AS waited_more
+FROM rota_chart_quarters
+WHERE quarter >= %(since)s::timestamptz AND quarter < %(until)s::timestamptz
 GROUP BY 1, namespace, 3;

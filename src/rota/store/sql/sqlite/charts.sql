@@ -52,6 +52,28 @@ FROM rota_chart_minutes
 WHERE minute >= :hour_start AND minute < :hour_until
 GROUP BY 1, namespace, queue, handler, state;
 
+-- name: forget_chart_quarters
+DELETE FROM rota_chart_quarters
+WHERE quarter >= :hour_start OR quarter < :minutes_keep_since;
+
+-- name: count_chart_quarters
+-- The quarter-hours of those hours, likewise (kept as long as minutes).
+INSERT INTO rota_chart_quarters (
+    quarter, namespace, queue, handler, state, count, waited_sum,
+    waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more)
+SELECT CAST(minute / 900 AS INTEGER) * 900, namespace, queue, handler, state,
+       sum(count),
+       sum(waited_sum),
+       sum(waited_100ms),
+       sum(waited_1s),
+       sum(waited_10s),
+       sum(waited_1m),
+       sum(waited_10m),
+       sum(waited_more)
+FROM rota_chart_minutes
+WHERE minute >= :hour_start AND minute < :hour_until
+GROUP BY 1, namespace, queue, handler, state;
+
 -- name: set_chart_counted_until
 INSERT INTO rota_chart_rollup (id, counted_until) VALUES (1, :until)
 ON CONFLICT (id) DO UPDATE SET counted_until = excluded.counted_until;
@@ -93,4 +115,23 @@ SELECT CAST(hour / :bucket AS INTEGER) * :bucket AS bucket_start,
        sum(waited_more) AS waited_more
 FROM rota_chart_hours
 WHERE hour >= :since AND hour < :until
+GROUP BY 1, namespace, 3;
+
+-- name: chart_quarters
+-- The same from the quarter-hours (the 24 h chart).
+SELECT CAST(quarter / :bucket AS INTEGER) * :bucket AS bucket_start,
+       namespace, CASE WHEN :by = 'handler' THEN handler ELSE queue END AS key,
+       sum(count) AS count,
+       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END) AS succeeded,
+       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
+                THEN count ELSE 0 END) AS failures,
+       sum(waited_sum) AS waited_sum,
+       sum(waited_100ms) AS waited_100ms,
+       sum(waited_1s) AS waited_1s,
+       sum(waited_10s) AS waited_10s,
+       sum(waited_1m) AS waited_1m,
+       sum(waited_10m) AS waited_10m,
+       sum(waited_more) AS waited_more
+FROM rota_chart_quarters
+WHERE quarter >= :since AND quarter < :until
 GROUP BY 1, namespace, 3;
