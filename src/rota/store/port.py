@@ -378,16 +378,13 @@ class Store(Protocol):
         ``now`` (domain.stats.recount says which minutes); idempotent."""
 
     async def count_chart_batch(self, now: datetime) -> ChartBatch:
-        """The leader's duty: one bounded batch of the charts' rollup (domain.charts
-        .chart_batch says which minutes), in one transaction; idempotent. Call again
-        while the answer is not ``caught_up``."""
+        """The leader's duty: one bounded, idempotent transaction of the charts' rollup
+        (domain.charts.chart_batch); call again until it is ``caught_up``."""
 
     async def chart_counts(
         self, chart_range: ChartRange, by: ChartBy
     ) -> tuple[ChartWindow | None, list[ChartCount]]:
-        """The charts' bars for ``chart_range``, per namespace, queue or handler and
-        final state, read from the rollup only (never history); None and no rows until
-        the leader has counted once."""
+        """The charts' bars, from the rollup only; (None, []) before its first count."""
 
     async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey: ...
 
