@@ -80,7 +80,8 @@ class ChartBatch:
     """One transaction of the leader's count: the minutes in [start, until) are counted
     again from history, the hours and quarter-hours in [hour_start, hour_until) summed
     again from the minutes; minutes and quarter-hours before ``minutes_keep_since`` and
-    hours before ``hours_keep_since`` are dropped. ``caught_up``: ``until`` is as far as may be counted at ``now``."""
+    hours before ``hours_keep_since`` are dropped. ``caught_up``: ``until`` is as far
+    as may be counted at ``now``."""
 
     start: datetime
     until: datetime
@@ -254,6 +255,7 @@ def series(counts: Iterable[ChartCount], window: ChartWindow) -> list[ChartSerie
         window.since + timedelta(seconds=window.bucket_seconds * i) for i in range(window.bars)
     ]
     index = {at: i for i, at in enumerate(starts)}
+    zeros = [ChartPoint(at=at) for at in starts]  # frozen: every series shares them
     grouped: dict[tuple[str, str], list[ChartPoint]] = {}
     for c in counts:
         i = index.get(c.bucket_start)
@@ -261,6 +263,7 @@ def series(counts: Iterable[ChartCount], window: ChartWindow) -> list[ChartSerie
             continue  # outside the window (a rollup row newer than its cursor)
         points = grouped.get((c.namespace, c.key))
         if points is None:
-            points = grouped[(c.namespace, c.key)] = [ChartPoint(at=at) for at in starts]
-        points[i] = _plus(points[i], _point(c)) if points[i].finished else _point(c)
+            points = grouped[(c.namespace, c.key)] = list(zeros)
+        point = _point(c)
+        points[i] = point if points[i] is zeros[i] else _plus(points[i], point)
     return [ChartSeries(ns, key, points) for (ns, key), points in sorted(grouped.items())]

@@ -18,15 +18,6 @@ from rota.domain.charts import (
 from rota.store.core.base import CoreBase
 from rota.store.dialect import Session
 
-DELAY_COLUMNS = (
-    "waited_100ms",
-    "waited_1s",
-    "waited_10s",
-    "waited_1m",
-    "waited_10m",
-    "waited_more",
-)
-
 
 def chart_count_from_row(row: dict[str, Any]) -> ChartCount:
     return ChartCount(
@@ -37,7 +28,14 @@ def chart_count_from_row(row: dict[str, Any]) -> ChartCount:
         succeeded=int(row["succeeded"]),
         failures=int(row["failures"]),
         delay_sum=float(row["waited_sum"]),
-        delay_buckets=tuple(int(row[c]) for c in DELAY_COLUMNS),
+        delay_buckets=(
+            int(row["waited_100ms"]),
+            int(row["waited_1s"]),
+            int(row["waited_10s"]),
+            int(row["waited_1m"]),
+            int(row["waited_10m"]),
+            int(row["waited_more"]),
+        ),
     )
 
 
