@@ -4,6 +4,7 @@ commit; the same numbers on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ from rota.domain.charts import ChartBy, ChartCount, ChartRange, series
 from rota.domain.states import AttemptOutcome, RunState
 from rota.store.port import Store
 
-from .support import T0, at, claim_one, finished, new_run, succeeded
+from .support import T0, at, bounded, claim_one, finished, new_run, peers, succeeded
 
 NOW = at(660)  # the minutes before T0 + 10 min have settled
 
@@ -141,5 +142,18 @@ async def test_a_batch_that_dies_before_its_commit_counts_nothing(
     monkeypatch.undo()
     assert await store.chart_counts(ChartRange.HOUR, ChartBy.QUEUE) == before
     await _count_all(store)
+    _, counts = await store.chart_counts(ChartRange.HOUR, ChartBy.QUEUE)
+    assert sum(n for n, *_ in _totals(counts).values()) == 4  # each run once
+
+
+async def test_overlapping_leaders_count_one_batch_after_the_other(store: Store) -> None:
+    await _runs(store)
+    await _count_all(store, at(300))
+    async with peers(store, 1) as [other]:
+        for later in range(0, 300, 20):  # every turn of both: the same batch at once
+            now = NOW + timedelta(seconds=later)
+            await bounded(
+                asyncio.gather(store.count_chart_batch(now), other.count_chart_batch(now))
+            )
     _, counts = await store.chart_counts(ChartRange.HOUR, ChartBy.QUEUE)
     assert sum(n for n, *_ in _totals(counts).values()) == 4  # each run once

@@ -54,6 +54,7 @@ class CoreCharts(CoreBase):
 
         async def count(session: Session) -> None:
             # One transaction: a batch that dies before its commit left nothing behind.
+            await session.rows("lock_chart_rollup", {})
             await session.rows("forget_chart_minutes", params)
             await session.rows("count_chart_minutes", params)
             await session.rows("forget_chart_hours", params)

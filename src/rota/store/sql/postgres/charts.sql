@@ -5,6 +5,12 @@
 -- Every minute before counted_until is counted (no row: nothing yet).
 SELECT counted_until FROM rota_chart_rollup WHERE id = 1;
 
+-- name: lock_chart_rollup
+-- Two leaders overlapping at a handover count one batch after the other (the second
+-- recounts what the first wrote, the same numbers), never both at once: both would
+-- insert the same minutes, and one would fail on the primary key.
+SELECT pg_advisory_xact_lock(7307916211);
+
 -- name: forget_chart_minutes
 -- Before a batch recounts the minutes from start (idempotent: a batch run twice
 -- writes the same rows); minutes older than minutes_keep_since are dropped.

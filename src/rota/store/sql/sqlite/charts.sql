@@ -5,6 +5,11 @@
 -- Every minute before counted_until is counted (no row: nothing yet).
 SELECT counted_until FROM rota_chart_rollup WHERE id = 1;
 
+-- name: lock_chart_rollup
+-- BEGIN IMMEDIATE already holds SQLite's one writer lock: batches are serialised by
+-- the transaction itself.
+SELECT 1 AS locked;
+
 -- name: forget_chart_minutes
 -- Before a batch recounts the minutes from :start (idempotent: a batch run twice
 -- writes the same rows); minutes older than :minutes_keep_since are dropped.
