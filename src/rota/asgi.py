@@ -37,6 +37,7 @@ from rota.api.routes import (
     public,
     queues,
     runs,
+    stats,
     webhooks,
     workflow_defs,
     workflows,
@@ -105,6 +106,7 @@ def create_api(rota_app: App, settings: ApiSettings) -> FastAPI:
         events.router,
         backfill.router,
         queues.router,
+        stats.router,
     ):
         api.include_router(router)
     if settings.dev_tokens:

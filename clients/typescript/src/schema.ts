@@ -698,6 +698,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/stats/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Series
+         * @description Throughput, failures and pickup delay per bar, one series per queue or handler
+         *     (counted by the leader a minute or two behind; never read from history).
+         */
+        get: operations["series"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks": {
         parameters: {
             query?: never;
@@ -2133,6 +2154,60 @@ export interface components {
          * @enum {string}
          */
         Scope: "jobs:read" | "jobs:trigger" | "jobs:manage" | "jobs:admin" | "metrics:read" | "events:write";
+        /** SeriesOut */
+        SeriesOut: {
+            /** Failures */
+            failures: number;
+            /** Finished */
+            finished: number;
+            /**
+             * Key
+             * @description The queue or the handler (as asked with by).
+             */
+            key: string;
+            /** Namespace */
+            namespace: string;
+            /** Points */
+            points: components["schemas"]["SeriesPoint"][];
+        };
+        /** SeriesPoint */
+        SeriesPoint: {
+            /**
+             * At
+             * Format: date-time
+             * @description Where the bar starts (bars are bucket_seconds long).
+             */
+            at: string;
+            /**
+             * Delay Mean Seconds
+             * @description Mean pickup delay (started - due).
+             */
+            delay_mean_seconds: number | null;
+            /**
+             * Delay P50 Seconds
+             * @description Estimated: the upper bound of the delay bucket holding the median.
+             */
+            delay_p50_seconds: number | null;
+            /**
+             * Delay P99 Seconds
+             * @description Estimated likewise; the top bound means that long or longer.
+             */
+            delay_p99_seconds: number | null;
+            /**
+             * Failures
+             * @description Finished failed, timed out, dead-lettered or cancelled.
+             */
+            failures: number;
+            /** Finished */
+            finished: number;
+            /**
+             * Started
+             * @description Finished runs that had started: those with a delay.
+             */
+            started: number;
+            /** Succeeded */
+            succeeded: number;
+        };
         /** StartOut */
         StartOut: {
             /**
@@ -2165,6 +2240,41 @@ export interface components {
              * @description null while waiting, or when skipped
              */
             started_at: string | null;
+        };
+        /** StatsSeries */
+        StatsSeries: {
+            /**
+             * Bucket Seconds
+             * @description One bar; null before the first count.
+             */
+            bucket_seconds: number | null;
+            /**
+             * By
+             * @enum {string}
+             */
+            by: "queue" | "handler";
+            /**
+             * Counted Until
+             * @description Runs that finished before this are counted (a minute or two ago); null until the leader has counted once.
+             */
+            counted_until: string | null;
+            /**
+             * Delay Bounds Seconds
+             * @description The pickup-delay buckets' upper bounds (the last is open above).
+             */
+            delay_bounds_seconds: number[];
+            /**
+             * Range
+             * @enum {string}
+             */
+            range: "1h" | "24h" | "7d";
+            /** Series */
+            series: components["schemas"]["SeriesOut"][];
+            /**
+             * Since
+             * @description Where the first bar starts.
+             */
+            since: string | null;
         };
         /** SubscriptionCreate */
         SubscriptionCreate: {
@@ -6195,6 +6305,85 @@ export interface operations {
             };
             /** @description Conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    series: {
+        parameters: {
+            query?: {
+                /** @description How far back: 1h (bars of a minute), 24h (15 minutes), 7d (an hour). */
+                range?: "1h" | "24h" | "7d";
+                /** @description One series per namespace and queue, or per namespace and handler. */
+                by?: "queue" | "handler";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatsSeries"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

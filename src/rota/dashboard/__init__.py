@@ -45,6 +45,7 @@ SECTIONS = frozenset(
         "leader",
         "breakers",
         "queues",
+        "charts",
     }
 )
 log = structlog.get_logger("rota.dashboard")

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
+from rota.dashboard import charts as chart_pages
 from rota.dashboard import filters, reads
 from rota.dashboard.sessions import Session
 from rota.dashboard.web import dashboard, notice, page, viewer
@@ -179,3 +180,12 @@ async def leader(request: Request, session: Viewer) -> HTMLResponse:
         shown=reads.LEADER_TERMS,
         nav="leader",
     )
+
+
+@router.get("/charts", name="charts")
+async def charts(
+    request: Request, session: Viewer, range: str = "1h", by: str = "queue", key: str = ""
+) -> HTMLResponse:
+    context = dashboard(request)
+    view = await chart_pages.charts_view(await context.store(), session.principal, range, by, key)
+    return page(request, "charts.html", session, view=view, nav="charts")

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
 
 from rota.clock import Clock
 from rota.config import Settings
+from rota.domain.charts import CHART_BATCHES_PER_TURN
 from rota.domain.runs import ReapedRun
 from rota.engine.leader import LeaderElector
 from rota.engine.planner import Planner, TickReport
@@ -168,7 +169,16 @@ class Housekeeper:
     async def count_finished(self, term: int | None = None) -> None:
         """Count finished runs per minute, for the dashboard's overview (a recount of
         the last few minutes: overlapping leaders write the same numbers)."""
-        await self.store.count_finished_minutes(await self.store.now(self.clock.db_now()))
+        now = await self.store.now(self.clock.db_now())
+        await self.store.count_finished_minutes(now)
+        await self.count_charts(now)
+
+    async def count_charts(self, now: datetime) -> None:
+        """Roll finished runs up for the charts (per minute, handler and pickup delay),
+        in bounded batches: a first count of 8 days is spread over a few turns."""
+        for _ in range(CHART_BATCHES_PER_TURN):
+            if (await self.store.count_chart_batch(now)).caught_up:
+                return
 
     async def _vacuum(self, term: int | None) -> None:
         await self.store.vacuum()

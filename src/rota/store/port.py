@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.breakers import Breaker, BreakerRow, Transition
+from rota.domain.charts import ChartBatch, ChartBy, ChartCount, ChartRange, ChartWindow
 from rota.domain.jobs import Job, JobAdvance, JobSpec, RecentStart, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.queues import QueueControl
@@ -359,6 +360,15 @@ class Store(Protocol):
     async def count_finished_minutes(self, now: datetime) -> Recount:
         """The leader's duty: count the runs finished per minute up to a minute before
         ``now`` (domain.stats.recount says which minutes); idempotent."""
+
+    async def count_chart_batch(self, now: datetime) -> ChartBatch:
+        """The leader's duty: one bounded, idempotent transaction of the charts' rollup
+        (domain.charts.chart_batch); call again until it is ``caught_up``."""
+
+    async def chart_counts(
+        self, chart_range: ChartRange, by: ChartBy
+    ) -> tuple[ChartWindow | None, list[ChartCount]]:
+        """The charts' bars, from the rollup only; (None, []) before its first count."""
 
     async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey: ...
 

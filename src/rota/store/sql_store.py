@@ -12,6 +12,7 @@ from rota.store.bulk_port import BulkRunStore
 from rota.store.core.access import CoreAccess
 from rota.store.core.api_limits import CoreApiLimits
 from rota.store.core.bulk import CoreBulk
+from rota.store.core.charts import CoreCharts
 from rota.store.core.events import CoreEvents
 from rota.store.core.jobs import CoreJobs
 from rota.store.core.recent import Recent
@@ -37,6 +38,7 @@ class SqlStore(
     CoreEvents,
     CoreApiLimits,
     CoreBulk,
+    CoreCharts,
 ):
     def __init__(
         self,

@@ -127,6 +127,64 @@ CREATE TABLE rota_breakers (
     CONSTRAINT rota_breakers_state_check CHECK (state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text]))
 );
 
+CREATE TABLE rota_chart_hours (
+    hour timestamp with time zone NOT NULL,
+    namespace text NOT NULL,
+    queue text NOT NULL,
+    handler text NOT NULL,
+    state text NOT NULL,
+    count bigint NOT NULL,
+    waited_sum double precision NOT NULL,
+    waited_100ms bigint NOT NULL,
+    waited_1s bigint NOT NULL,
+    waited_10s bigint NOT NULL,
+    waited_1m bigint NOT NULL,
+    waited_10m bigint NOT NULL,
+    waited_more bigint NOT NULL,
+    CONSTRAINT rota_chart_hours_pkey PRIMARY KEY (hour, namespace, queue, handler, state)
+);
+
+CREATE TABLE rota_chart_minutes (
+    minute timestamp with time zone NOT NULL,
+    namespace text NOT NULL,
+    queue text NOT NULL,
+    handler text NOT NULL,
+    state text NOT NULL,
+    count bigint NOT NULL,
+    waited_sum double precision NOT NULL,
+    waited_100ms bigint NOT NULL,
+    waited_1s bigint NOT NULL,
+    waited_10s bigint NOT NULL,
+    waited_1m bigint NOT NULL,
+    waited_10m bigint NOT NULL,
+    waited_more bigint NOT NULL,
+    CONSTRAINT rota_chart_minutes_pkey PRIMARY KEY (minute, namespace, queue, handler, state)
+);
+
+CREATE TABLE rota_chart_quarters (
+    quarter timestamp with time zone NOT NULL,
+    namespace text NOT NULL,
+    queue text NOT NULL,
+    handler text NOT NULL,
+    state text NOT NULL,
+    count bigint NOT NULL,
+    waited_sum double precision NOT NULL,
+    waited_100ms bigint NOT NULL,
+    waited_1s bigint NOT NULL,
+    waited_10s bigint NOT NULL,
+    waited_1m bigint NOT NULL,
+    waited_10m bigint NOT NULL,
+    waited_more bigint NOT NULL,
+    CONSTRAINT rota_chart_quarters_pkey PRIMARY KEY (quarter, namespace, queue, handler, state)
+);
+
+CREATE TABLE rota_chart_rollup (
+    id integer NOT NULL,
+    counted_until timestamp with time zone NOT NULL,
+    CONSTRAINT rota_chart_rollup_pkey PRIMARY KEY (id),
+    CONSTRAINT rota_chart_rollup_id_check CHECK (id = 1)
+);
+
 CREATE TABLE rota_event_subscriptions (
     id bigint DEFAULT nextval('rota_event_subscriptions_id_seq'::regclass) NOT NULL,
     namespace text NOT NULL,

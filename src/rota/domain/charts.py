@@ -1,0 +1,269 @@
+"""The charts' rollup (issue 29, "charts where people look"): pure rules. Which minutes
+the leader counts next, which rollup and which bars a range reads, and pickup-delay
+quantiles estimated from fixed buckets. No I/O, no clock: ``now`` comes in.
+
+The leader counts finished runs per minute, namespace, queue, handler and final state
+(rota_chart_minutes) and sums those minutes per quarter-hour (rota_chart_quarters), both
+kept CHART_MINUTES_KEEP, and per hour (rota_chart_hours, kept CHART_HOURS_KEEP). The
+1 h chart reads minutes, the 24 h chart quarter-hours, the 7 d chart hours: a read sums
+as many rows whatever the range, and none of history."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+
+from rota.domain.states import RunState
+from rota.domain.stats import minute_floor
+
+CHART_SETTLE = timedelta(seconds=60)  # a completion's finished_at may trail its commit
+CHART_RECOUNT = timedelta(minutes=5)  # counted again on every turn, in case one did
+CHART_BATCH = timedelta(hours=1)  # the most one transaction counts (bounded catch-up)
+# A first count of 8 days is caught up in one turn of the duty, an hour a transaction
+# (the writer is let go between batches); later turns need one batch.
+CHART_BATCHES_PER_TURN = 8 * 24 + 8
+CHART_MINUTES_KEEP = timedelta(hours=25)
+CHART_HOURS_KEEP = timedelta(days=8)
+HOUR = 3600
+
+# Pickup delay (started_at - run_at) is counted into buckets with these upper bounds in
+# seconds, plus one open bucket above the last: enough to say p50 and p99 to within a
+# bucket. The columns are named after them (waited_100ms ... waited_more).
+DELAY_BOUNDS: tuple[float, ...] = (0.1, 1.0, 10.0, 60.0, 600.0)
+DELAY_BUCKETS = len(DELAY_BOUNDS) + 1
+FAILURE_STATES = frozenset(
+    {RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED, RunState.CANCELLED}
+)
+
+
+class ChartRange(StrEnum):
+    HOUR = "1h"
+    DAY = "24h"
+    WEEK = "7d"
+
+    @property
+    def span(self) -> timedelta:
+        return {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}[
+            self.value
+        ]
+
+    @property
+    def bucket_seconds(self) -> int:
+        """One bar: 60 bars a chart for 1 h, 96 for 24 h, 168 for 7 d."""
+        return {"1h": 60, "24h": 900, "7d": HOUR}[self.value]
+
+    @property
+    def rollup(self) -> str:
+        """Which rollup the chart reads: minutes, quarter-hours or hours (each bar sums
+        at most 15 rows a key and state, and a read at most 96 x 4 = 384 a key)."""
+        return {"1h": "minutes", "24h": "quarters", "7d": "hours"}[self.value]
+
+
+class ChartBy(StrEnum):
+    QUEUE = "queue"
+    HANDLER = "handler"
+
+
+def _floor(at: datetime, seconds: int) -> datetime:
+    return datetime.fromtimestamp(math.floor(at.timestamp() / seconds) * seconds, UTC)
+
+
+def _ceil(at: datetime, seconds: int) -> datetime:
+    return datetime.fromtimestamp(math.ceil(at.timestamp() / seconds) * seconds, UTC)
+
+
+@dataclass(frozen=True)
+class ChartBatch:
+    """One transaction of the leader's count: the minutes in [start, until) are counted
+    again from history, the hours and quarter-hours in [hour_start, hour_until) summed
+    again from the minutes; minutes and quarter-hours before ``minutes_keep_since`` and
+    hours before ``hours_keep_since`` are dropped. ``caught_up``: ``until`` is as far
+    as may be counted at ``now``."""
+
+    start: datetime
+    until: datetime
+    hour_start: datetime
+    hour_until: datetime
+    minutes_keep_since: datetime
+    hours_keep_since: datetime
+    caught_up: bool
+
+
+def chart_batch(now: datetime, counted_until: datetime | None) -> ChartBatch:
+    """What the leader counts next at ``now``, given what is counted already.
+
+    Every batch recounts whole minutes and whole hours (delete, then insert the sums),
+    so a batch run twice writes the same rows, and a batch that died before its commit
+    left nothing: a run is counted once, never twice and never not at all."""
+    settled = minute_floor(now - CHART_SETTLE)
+    hours_keep_since = _floor(settled - CHART_HOURS_KEEP, HOUR)
+    if counted_until is None or counted_until < hours_keep_since:
+        start = hours_keep_since  # the first count, or after a gap longer than kept
+    else:
+        # Catching up, from where the last batch ended; caught up, the last minutes
+        # again (a run may finish after its minute was counted, by CHART_SETTLE at most).
+        start = max(hours_keep_since, min(counted_until, settled - CHART_RECOUNT))
+    until = min(settled, start + CHART_BATCH)
+    hour_start = _floor(start, HOUR)
+    # The minutes an hour is summed from stay until it is summed for the last time.
+    minutes_keep_since = min(settled - CHART_MINUTES_KEEP, hour_start)
+    return ChartBatch(
+        start=start,
+        until=until,
+        hour_start=hour_start,
+        hour_until=_ceil(until, HOUR),
+        minutes_keep_since=minutes_keep_since,
+        hours_keep_since=hours_keep_since,
+        caught_up=until >= settled,
+    )
+
+
+@dataclass(frozen=True)
+class ChartWindow:
+    """The bars a chart reads: ``bars`` of ``bucket_seconds`` from ``since``; the rollup
+    holds runs that finished before ``until`` (the last bar may be partly counted)."""
+
+    since: datetime
+    until: datetime
+    bucket_seconds: int
+    bars: int
+
+
+def chart_window(chart_range: ChartRange, counted_until: datetime) -> ChartWindow:
+    bucket = chart_range.bucket_seconds
+    bars = int(chart_range.span.total_seconds()) // bucket
+    last = _floor(counted_until - timedelta(microseconds=1), bucket)
+    since = last - timedelta(seconds=bucket * (bars - 1))
+    return ChartWindow(since=since, until=counted_until, bucket_seconds=bucket, bars=bars)
+
+
+@dataclass(frozen=True)
+class ChartCount:
+    """One row of a chart read: runs of one namespace's queue (or handler) that finished
+    in the bar from ``bucket_start``, how many succeeded and how many ended in one of
+    FAILURE_STATES; of those that started, the sum of their pickup delays and how many
+    fell in each DELAY_BOUNDS bucket."""
+
+    bucket_start: datetime
+    namespace: str
+    key: str
+    count: int
+    succeeded: int
+    failures: int
+    delay_sum: float
+    delay_buckets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    at: datetime
+    finished: int = 0
+    succeeded: int = 0
+    failures: int = 0
+    started: int = 0  # finished runs that had started: those with a pickup delay
+    delay_sum: float = 0.0
+    delay_buckets: tuple[int, ...] = (0,) * DELAY_BUCKETS
+
+    @property
+    def delay_mean(self) -> float | None:
+        return self.delay_sum / self.started if self.started else None
+
+    @property
+    def delay_p50(self) -> float | None:
+        return delay_quantile(self.delay_buckets, 0.5)
+
+    @property
+    def delay_p99(self) -> float | None:
+        return delay_quantile(self.delay_buckets, 0.99)
+
+
+@dataclass(frozen=True)
+class ChartSeries:
+    namespace: str
+    key: str
+    points: list[ChartPoint]
+
+    @property
+    def finished(self) -> int:
+        return sum(p.finished for p in self.points)
+
+    @property
+    def failures(self) -> int:
+        return sum(p.failures for p in self.points)
+
+
+def delay_quantile(buckets: tuple[int, ...], q: float) -> float | None:
+    """The upper bound of the bucket holding the ``q`` quantile (an estimate no lower
+    than the truth); the open top bucket answers with the last bound, read "at least".
+    None when nothing started."""
+    total = sum(buckets)
+    if not total:
+        return None
+    wanted = q * total
+    seen = 0
+    for bound, n in zip((*DELAY_BOUNDS, DELAY_BOUNDS[-1]), buckets, strict=True):
+        seen += n
+        if seen >= wanted:
+            return bound
+    return DELAY_BOUNDS[-1]
+
+
+def _plus(point: ChartPoint, other: ChartPoint) -> ChartPoint:
+    return ChartPoint(
+        at=point.at,
+        finished=point.finished + other.finished,
+        succeeded=point.succeeded + other.succeeded,
+        failures=point.failures + other.failures,
+        started=point.started + other.started,
+        delay_sum=point.delay_sum + other.delay_sum,
+        delay_buckets=tuple(
+            a + b for a, b in zip(point.delay_buckets, other.delay_buckets, strict=True)
+        ),
+    )
+
+
+def _point(c: ChartCount) -> ChartPoint:
+    return ChartPoint(
+        at=c.bucket_start,
+        finished=c.count,
+        succeeded=c.succeeded,
+        failures=c.failures,
+        started=sum(c.delay_buckets),
+        delay_sum=c.delay_sum,
+        delay_buckets=c.delay_buckets,
+    )
+
+
+def combined(all_series: Iterable[ChartSeries], window: ChartWindow) -> list[ChartPoint]:
+    """Every series summed bar by bar (the chart of "all queues")."""
+    points = [
+        ChartPoint(at=window.since + timedelta(seconds=window.bucket_seconds * i))
+        for i in range(window.bars)
+    ]
+    for one in all_series:
+        points = [_plus(a, b) for a, b in zip(points, one.points, strict=True)]
+    return points
+
+
+def series(counts: Iterable[ChartCount], window: ChartWindow) -> list[ChartSeries]:
+    """One series per namespace and key, every bar of the window present (zero when
+    nothing finished), ordered by namespace and key. A read has one row per bar."""
+    starts = [
+        window.since + timedelta(seconds=window.bucket_seconds * i) for i in range(window.bars)
+    ]
+    index = {at: i for i, at in enumerate(starts)}
+    zeros = [ChartPoint(at=at) for at in starts]  # frozen: every series shares them
+    grouped: dict[tuple[str, str], list[ChartPoint]] = {}
+    for c in counts:
+        i = index.get(c.bucket_start)
+        if i is None:
+            continue  # outside the window (a rollup row newer than its cursor)
+        points = grouped.get((c.namespace, c.key))
+        if points is None:
+            points = grouped[(c.namespace, c.key)] = list(zeros)
+        point = _point(c)
+        points[i] = point if points[i] is zeros[i] else _plus(points[i], point)
+    return [ChartSeries(ns, key, points) for (ns, key), points in sorted(grouped.items())]

@@ -1,0 +1,96 @@
+"""The charts' rollup rules (domain.charts): which minutes a batch counts, which bars a
+range reads, pickup-delay quantiles from fixed buckets. Pure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from rota.domain.charts import (
+    CHART_BATCH,
+    CHART_HOURS_KEEP,
+    CHART_MINUTES_KEEP,
+    CHART_RECOUNT,
+    ChartCount,
+    ChartRange,
+    chart_batch,
+    chart_window,
+    delay_quantile,
+    series,
+)
+
+NOW = datetime(2030, 1, 8, 12, 10, 30, tzinfo=UTC)
+SETTLED = datetime(2030, 1, 8, 12, 9, tzinfo=UTC)
+
+
+def test_the_first_batch_starts_eight_days_back_and_is_bounded() -> None:
+    batch = chart_batch(NOW, None)
+    assert batch.start == batch.hour_start == batch.hours_keep_since
+    assert batch.hours_keep_since == datetime(2029, 12, 31, 12, tzinfo=UTC)
+    assert SETTLED - CHART_HOURS_KEEP - batch.start < timedelta(hours=1)
+    assert batch.until == batch.start + CHART_BATCH
+    assert not batch.caught_up
+    # The minutes of the hour being summed stay, however old.
+    assert batch.minutes_keep_since == batch.hour_start
+
+
+def test_batches_move_forward_until_caught_up_then_recount_the_last_minutes() -> None:
+    counted_until = None
+    for _ in range(8 * 24 + 2):  # a batch an hour
+        batch = chart_batch(NOW, counted_until)
+        assert counted_until is None or batch.until > counted_until or batch.caught_up
+        counted_until = batch.until
+        if batch.caught_up:
+            break
+    assert batch.caught_up
+    assert batch.until == SETTLED
+    again = chart_batch(NOW, counted_until)
+    assert again.start == SETTLED - CHART_RECOUNT
+    assert again.until == SETTLED
+    assert again.hour_start == datetime(2030, 1, 8, 12, tzinfo=UTC)
+    assert again.hour_until == datetime(2030, 1, 8, 13, tzinfo=UTC)
+    assert again.minutes_keep_since == SETTLED - CHART_MINUTES_KEEP
+
+
+def test_a_batch_across_an_hour_keeps_the_minutes_of_both_hours() -> None:
+    batch = chart_batch(datetime(2030, 1, 8, 12, 3, tzinfo=UTC), SETTLED.replace(minute=1))
+    assert batch.start == datetime(2030, 1, 8, 11, 57, tzinfo=UTC)
+    assert batch.hour_start == datetime(2030, 1, 8, 11, tzinfo=UTC)
+    assert batch.hour_until == datetime(2030, 1, 8, 13, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("chart_range", "bars", "bucket"),
+    [(ChartRange.HOUR, 60, 60), (ChartRange.DAY, 96, 900), (ChartRange.WEEK, 168, 3600)],
+)
+def test_windows_end_at_what_is_counted(chart_range: ChartRange, bars: int, bucket: int) -> None:
+    window = chart_window(chart_range, SETTLED)
+    assert (window.bars, window.bucket_seconds, window.until) == (bars, bucket, SETTLED)
+    last = window.since + timedelta(seconds=bucket * (bars - 1))
+    assert last <= SETTLED - timedelta(seconds=1) < last + timedelta(seconds=bucket)
+
+
+def test_delay_quantiles_are_the_bucket_bounds() -> None:
+    assert delay_quantile((0,) * 6, 0.5) is None
+    assert delay_quantile((98, 1, 0, 0, 0, 1), 0.5) == 0.1
+    assert delay_quantile((98, 1, 0, 0, 0, 1), 0.99) == 1.0
+    assert delay_quantile((0, 0, 0, 0, 0, 3), 0.99) == 600.0  # the open bucket: at least
+
+
+def test_series_fill_every_bar_and_sum_failures() -> None:
+    window = chart_window(ChartRange.HOUR, SETTLED)
+    start = window.since
+    counts = [
+        ChartCount(start, "ns", "q", 4, 3, 1, 1.5, (2, 2, 0, 0, 0, 0)),
+        ChartCount(start - timedelta(hours=2), "ns", "q", 9, 0, 9, 0.0, (0,) * 6),
+    ]
+    [only] = series(counts, window)
+    assert len(only.points) == 60
+    assert (only.finished, only.failures) == (4, 1)
+    first = only.points[0]
+    assert first.started == 4
+    assert first.delay_mean == pytest.approx(0.375)
+    assert first.delay_p50 == 0.1
+    assert first.delay_p99 == 1.0
+    assert only.points[1].delay_mean is None
