@@ -23,6 +23,7 @@ def seed(server: Server) -> dict[str, int]:
         ("nightly-report", "30 1 * * *", "Europe/London"),
         ("hourly-sync", "0 * * * *", "UTC"),
         ("monthly-invoices", "0 9 1 * *", "Europe/London"),  # its next fires cross DST
+        ("heartbeat", "*/2 * * * * *", "UTC"),  # fires while the demo is seeded: a strip
     ):
         created = server.api(
             "POST",
@@ -40,7 +41,21 @@ def seed(server: Server) -> dict[str, int]:
     # A second run still extracting: its graph shows a step at work and steps waiting.
     busy_flow = server.start_workflow("nightly-etl", {"extract_seconds": 600})
     wait_until(lambda: _workflow_state(server, done_flow) == "succeeded", timeout=60)
+    wait_until(lambda: _finished_slots(server, "heartbeat") >= 6, timeout=60)
+    server.api("POST", "/api/v1/queues/reports/pause")  # the Queues page shows a pause
+    # The charts read the leader's rollup of settled minutes: a minute or two behind.
+    wait_until(lambda: _charted(server) > 0, timeout=180)
     return {"dead": dead[0], "running": running, "workflow": busy_flow}
+
+
+def _charted(server: Server) -> int:
+    answer = server.api("GET", "/api/v1/stats/series?range=1h&by=handler").json()
+    return sum(series["finished"] for series in answer["series"])
+
+
+def _finished_slots(server: Server, job: str) -> int:
+    starts = server.api("GET", f"/api/v1/jobs/{job}").json()["recent_starts"]
+    return sum(1 for start in starts if start["outcome"] == "succeeded")
 
 
 def _workflow_state(server: Server, workflow_run_id: int) -> str:
@@ -80,7 +95,10 @@ def main(folder: Path) -> None:
                 ("overview", "/"),
                 ("runs", "/runs"),
                 ("run", f"/runs/{ids['dead']}"),
+                ("charts", "/charts"),
                 ("jobs", "/jobs"),
+                ("queues", "/queues"),
+                ("bulk-action", "/runs/bulk-action?action=replay&state=dead_lettered"),
                 ("job", "/jobs/default/monthly-invoices"),
                 ("dead-letters", "/dlq"),
                 ("workers", "/workers"),
