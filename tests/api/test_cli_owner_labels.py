@@ -47,6 +47,15 @@ def test_enqueue_with_owner_and_labels_then_list_by_them(server: str, tmp_path: 
     table = rota(server, token, "runs", "list", "--owner", "data")
     assert "data" in table.stdout
 
+    made = rota(server, token, "jobs", "create", "sync", "--handler", "export-csv",
+                "--payload", '{"file": "b.csv"}', "--owner", "ops", "--label", "env=dev")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    job = json.loads(rota(server, token, "jobs", "show", "sync", "--json").stdout)
+    assert (job["owner"], job["labels"]) == ("ops", {"env": "dev"})
+    triggered = rota(server, token, "jobs", "trigger", "sync")
+    assert triggered.returncode == 0, triggered.stderr
+    assert listed("--owner", "ops", "--label", "env=dev") == [int(triggered.stdout.split()[0])]
+
     bad = rota(server, token, "runs", "list", "--label", "env")
     assert bad.returncode != 0
     assert "invalid label: 'env'; expected key=value" in bad.stderr
