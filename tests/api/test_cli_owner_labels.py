@@ -47,8 +47,9 @@ def test_enqueue_with_owner_and_labels_then_list_by_them(server: str, tmp_path: 
     table = rota(server, token, "runs", "list", "--owner", "data")
     assert "data" in table.stdout
 
-    made = rota(server, token, "jobs", "create", "sync", "--handler", "export-csv",
-                "--payload", '{"file": "b.csv"}', "--owner", "ops", "--label", "env=dev")  # fmt: skip
+    job_options = ("--handler", "export-csv", "--payload", '{"file": "b.csv"}')
+    made = rota(server, token, "jobs", "create", "sync", *job_options,
+                "--owner", "ops", "--label", "env=dev")  # fmt: skip
     assert made.returncode == 0, made.stderr
     job = json.loads(rota(server, token, "jobs", "show", "sync", "--json").stdout)
     assert (job["owner"], job["labels"]) == ("ops", {"env": "dev"})

@@ -11,7 +11,8 @@ import pytest
 
 
 async def _enqueue(client: httpx.AsyncClient, headers: dict[str, str], **body: Any) -> int:
-    answer = await client.post("/api/v1/runs", json={"handler": "anything", **body}, headers=headers)
+    body = {"handler": "anything", **body}
+    answer = await client.post("/api/v1/runs", json=body, headers=headers)
     assert answer.status_code == 201, answer.text
     return int(answer.json()["run_id"])
 
@@ -61,7 +62,8 @@ async def test_bad_owner_or_labels_are_a_422_naming_the_value_and_the_rule(
     answer = await client.post("/api/v1/runs", json={"handler": "anything", **body}, headers=admin)
     assert answer.status_code == 422, answer.text
     assert answer.headers["content-type"].startswith("application/problem+json")
-    assert named in answer.text and rule in answer.text
+    assert named in answer.text
+    assert rule in answer.text
 
 
 @pytest.mark.parametrize(
@@ -78,7 +80,8 @@ async def test_bad_filters_are_a_422_naming_the_value_and_the_rule(
 ) -> None:
     answer = await client.get(f"/api/v1/runs?{query}", headers=admin)
     assert answer.status_code == 422, answer.text
-    assert named in answer.text and rule in answer.text
+    assert named in answer.text
+    assert rule in answer.text
 
 
 async def test_a_jobs_runs_inherit_its_owner_and_labels(
@@ -99,4 +102,5 @@ async def test_a_jobs_runs_inherit_its_owner_and_labels(
     assert changed.status_code == 200, changed.text
     assert (changed.json()["owner"], changed.json()["labels"]) == (None, {"env": "dev"})
     bad = await client.patch("/api/v1/jobs/sync", json={"labels": {"": "x"}}, headers=admin)
-    assert bad.status_code == 422 and "label key" in bad.text
+    assert bad.status_code == 422
+    assert "label key" in bad.text

@@ -21,7 +21,8 @@ async def test_owner_and_labels_are_kept_live_and_in_history(store: Store) -> No
     claimed = await claim_one(store, at(1))
     await store.complete([finished(claimed, RunState.FAILED, AttemptOutcome.FAILED)], at(2))
     moved = await store.get_run(run_id)
-    assert moved is not None and moved.state is RunState.FAILED
+    assert moved is not None
+    assert moved.state is RunState.FAILED
     assert (moved.owner, moved.labels) == ("billing", LABELS)
 
 

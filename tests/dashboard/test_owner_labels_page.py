@@ -46,9 +46,7 @@ async def test_bad_filter_values_are_named_and_left_out(signed_in: SignedIn) -> 
         assert named in html.unescape(page.text), query
 
 
-async def test_the_run_page_shows_owner_and_labels(
-    signed_in: SignedIn, rota_app: rota.App
-) -> None:
+async def test_the_run_page_shows_owner_and_labels(signed_in: SignedIn, rota_app: rota.App) -> None:
     run_id = rota_app.enqueue("anything", owner="billing", labels={"env": "prod"})
     page = html.unescape((await (await signed_in()).get(f"/runs/{run_id}")).text)
     assert '<a href="/runs?owner=billing">billing</a>' in page

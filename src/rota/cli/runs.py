@@ -50,9 +50,13 @@ def label_filter(texts: tuple[str, ...]) -> dict[str, str]:
         fail(str(exc))
 
 
+RUN_COLUMNS = ["id", "namespace", "handler", "owner", "state", "attempt", "worker", "created (UTC)"]
+RUN_COLUMNS.append("error")
+
+
 def run_rows(page: dict[str, Any]) -> None:
     table(
-        ["id", "namespace", "handler", "owner", "state", "attempt", "worker", "created (UTC)", "error"],
+        RUN_COLUMNS,
         [
             [
                 r["id"],

@@ -19,9 +19,7 @@ from rota.errors import InvalidArgument
 Labels = tuple[tuple[str, str], ...]
 
 OWNER_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,63}")
-OWNER_RULE = (
-    "1-64 characters: letters, digits and _ . : @ / - (starting with a letter or digit)"
-)
+OWNER_RULE = "1-64 characters: letters, digits and _ . : @ / - (starting with a letter or digit)"
 LABEL_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_./-]{0,62}")
 LABEL_KEY_RULE = (
     "1-63 characters: lowercase letters, digits and _ . / - (starting with a letter or digit)"
@@ -102,10 +100,10 @@ def labels_json(labels: Labels) -> str | None:
     return json.dumps(dict(labels), separators=(",", ":")) if labels else None
 
 
-def labels_from_stored(value: object) -> Labels:
+def labels_from_stored(value: str | Mapping[str, object] | None) -> Labels:
     """A stored labels column: SQLite's JSON text, PostgreSQL's decoded jsonb, or NULL.
     Read as stored (the checks were made on the way in)."""
     if value is None:
         return ()
-    stored = json.loads(value) if isinstance(value, str) else value
-    return tuple(sorted((str(k), str(v)) for k, v in dict(stored).items()))
+    stored: Mapping[str, object] = json.loads(value) if isinstance(value, str) else value
+    return tuple(sorted((str(key), str(label)) for key, label in stored.items()))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rota.domain.labels import labels_from_stored
 from rota.domain.jobs import Job, UnreadableJob, planning_error_text, spec_from_json
+from rota.domain.labels import labels_from_stored
 from rota.domain.runs import Attempt, ClaimedRun, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.workers import WorkerInfo, WorkerState

@@ -35,7 +35,8 @@ def _labels(value: dict[str, str]) -> dict[str, str]:
 # A run's or a job's owner and labels, checked by the domain's rules (domain/labels.py):
 # a refusal is a 422 naming the value and the rule.
 OwnerIn = Annotated[
-    str, Field(description=f"Who it belongs to: {OWNER_RULE}.", examples=["billing"]),
+    str,
+    Field(description=f"Who it belongs to: {OWNER_RULE}.", examples=["billing"]),
     AfterValidator(check_owner),
 ]
 LabelsIn = Annotated[
