@@ -46,6 +46,8 @@ def test_enqueue_with_owner_and_labels_then_list_by_them(server: str, tmp_path: 
     assert listed("--label", "env=prod", "--priority", "2") == [prod]
     table = rota(server, token, "runs", "list", "--owner", "data")
     assert "data" in table.stdout
+    shown = rota(server, token, "runs", "show", str(both))
+    assert "owner: billing  labels: env=prod, tier=1" in shown.stdout
 
     job_options = ("--handler", "export-csv", "--payload", '{"file": "b.csv"}')
     made = rota(server, token, "jobs", "create", "sync", *job_options,

@@ -51,3 +51,12 @@ async def test_the_run_page_shows_owner_and_labels(signed_in: SignedIn, rota_app
     page = html.unescape((await (await signed_in()).get(f"/runs/{run_id}")).text)
     assert '<a href="/runs?owner=billing">billing</a>' in page
     assert 'href="/runs?label=env%3Dprod">env=prod</a>' in page
+
+
+async def test_the_job_page_shows_its_runs_owner_and_labels(
+    signed_in: SignedIn, rota_app: rota.App
+) -> None:
+    rota_app.schedule("sync", handler="anything", owner="ops", labels={"env": "prod"})
+    page = html.unescape((await (await signed_in()).get("/jobs/default/sync")).text)
+    assert '<a href="/runs?owner=ops">ops</a>' in page
+    assert "env=prod" in page

@@ -103,6 +103,9 @@ def runs_show(run_id: int, url: str | None, token: str | None, as_json: bool) ->
         f"[bold]run {r['id']}[/] {r['handler']} [bold]{r['state']}[/] "
         f"attempt {r['attempt']}/{r['max_attempts']} fence {r['fence']}"
     )
+    if r.get("owner") or r.get("labels"):
+        labels = ", ".join(f"{k}={v}" for k, v in (r.get("labels") or {}).items())
+        console.print(f"owner: {r.get('owner') or '-'}  labels: {labels or '-'}", markup=False)
     if r["error"]:
         console.print(f"error: {r['error']}")
     table(
