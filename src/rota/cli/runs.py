@@ -50,13 +50,15 @@ def label_filter(texts: tuple[str, ...]) -> dict[str, str]:
         fail(str(exc))
 
 
-RUN_COLUMNS = ["id", "namespace", "handler", "owner", "state", "attempt", "worker", "created (UTC)"]
-RUN_COLUMNS.append("error")
+RUN_COLUMNS = (
+    *("id", "namespace", "handler", "owner", "state"),
+    *("attempt", "worker", "created (UTC)", "error"),
+)
 
 
 def run_rows(page: dict[str, Any]) -> None:
     table(
-        RUN_COLUMNS,
+        list(RUN_COLUMNS),
         [
             [
                 r["id"],

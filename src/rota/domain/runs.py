@@ -26,7 +26,8 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 NAME_RULE = "1-128 characters: letters, digits and _ . : - (starting with a letter or digit)"
 MIN_PRIORITY, MAX_PRIORITY = 1, 10
 MAX_IDEMPOTENCY_KEY = 255
-# Run timeouts (and the API's other durations) stay below ten years.
+# Run timeouts (and the API's other durations) stay below ten years: lease and deadline
+# arithmetic on them must not leave the instants every store holds.
 MAX_SECONDS = 10 * 365 * 24 * 3600
 MAX_TRACE_CONTEXT = 512  # a traceparent is 55 characters; room for a tracestate
 __all__ = ["encode_json"]  # re-exported: callers import it from here
