@@ -1486,6 +1486,13 @@ export interface components {
          *       "priority": 2,
          *       "run_at": "2030-01-01T09:00:00+01:00"
          *     }
+         * @example {
+         *       "handler": "export",
+         *       "labels": {
+         *         "customer": "acme"
+         *       },
+         *       "owner": "billing"
+         *     }
          */
         EnqueueRequest: {
             /**
@@ -1507,8 +1514,14 @@ export interface components {
             handler: string;
             /** Key Limit */
             key_limit?: number | null;
+            /** Labels */
+            labels?: {
+                [key: string]: string;
+            } | null;
             /** Max Attempts */
             max_attempts?: number | null;
+            /** Owner */
+            owner?: string | null;
             payload?: components["schemas"]["JsonValue"];
             /**
              * Priority
@@ -1715,6 +1728,13 @@ export interface components {
              * @default 0
              */
             jitter_seconds?: number;
+            /**
+             * Labels
+             * @description Its runs' labels.
+             */
+            labels?: {
+                [key: string]: string;
+            } | null;
             /** Max Attempts */
             max_attempts?: number | null;
             /** @default fire_now */
@@ -1732,6 +1752,11 @@ export interface components {
             namespace?: string;
             /** @default allow */
             overlap?: components["schemas"]["OverlapPolicy"];
+            /**
+             * Owner
+             * @description Its runs' owner.
+             */
+            owner?: string | null;
             /**
              * Parameters
              * @description A template's parameters: a JSON Schema (type object, with defaults) that the job's payload and every trigger's payload must fit; defaults fill in what a payload leaves out. Set on create only.
@@ -1785,6 +1810,10 @@ export interface components {
             /** Jitter Seconds */
             jitter_seconds: number;
             kind: components["schemas"]["TriggerKind"];
+            /** Labels */
+            labels: {
+                [key: string]: string;
+            };
             /** Max Attempts */
             max_attempts: number;
             misfire: components["schemas"]["MisfirePolicy"];
@@ -1795,6 +1824,8 @@ export interface components {
             /** Next Fire At */
             next_fire_at: string | null;
             overlap: components["schemas"]["OverlapPolicy"];
+            /** Owner */
+            owner: string | null;
             /** Parameters */
             parameters: {
                 [key: string]: unknown;
@@ -1852,10 +1883,22 @@ export interface components {
             interval_seconds?: number | null;
             /** Jitter Seconds */
             jitter_seconds?: number | null;
+            /**
+             * Labels
+             * @description Replaces its runs' labels.
+             */
+            labels?: {
+                [key: string]: string;
+            } | null;
             /** Max Attempts */
             max_attempts?: number | null;
             misfire?: components["schemas"]["MisfirePolicy"] | null;
             overlap?: components["schemas"]["OverlapPolicy"] | null;
+            /**
+             * Owner
+             * @description Its runs' owner (null: none).
+             */
+            owner?: string | null;
             payload?: components["schemas"]["JsonValue"];
             /** Priority */
             priority?: number | null;
@@ -2101,6 +2144,10 @@ export interface components {
             idempotency_key: string | null;
             /** Job Id */
             job_id: number | null;
+            /** Labels */
+            labels: {
+                [key: string]: string;
+            };
             /** Lease Expires At */
             lease_expires_at: string | null;
             /** Lost Count */
@@ -2109,6 +2156,8 @@ export interface components {
             max_attempts: number;
             /** Namespace */
             namespace: string;
+            /** Owner */
+            owner: string | null;
             payload: components["schemas"]["JsonValue"];
             /** Priority */
             priority: number;
@@ -3376,6 +3425,12 @@ export interface operations {
                 created_before?: string | null;
                 /** @description Text in handler, job or error. */
                 q?: string | null;
+                /** @description Runs of this owner. */
+                owner?: string | null;
+                /** @description Runs with this label, as key=value (the key: 1-63 characters: lowercase letters, digits and _ . / - (starting with a letter or digit)); repeatable, every one must match. */
+                label?: string[] | null;
+                /** @description Runs of this priority. */
+                priority?: number | null;
                 limit?: number;
                 cursor?: string | null;
             };
@@ -5482,6 +5537,12 @@ export interface operations {
                 created_before?: string | null;
                 /** @description Text in handler, job or error. */
                 q?: string | null;
+                /** @description Runs of this owner. */
+                owner?: string | null;
+                /** @description Runs with this label, as key=value (the key: 1-63 characters: lowercase letters, digits and _ . / - (starting with a letter or digit)); repeatable, every one must match. */
+                label?: string[] | null;
+                /** @description Runs of this priority. */
+                priority?: number | null;
                 limit?: number;
                 cursor?: string | null;
             };

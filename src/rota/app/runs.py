@@ -38,6 +38,8 @@ class AppRuns(AppBase):
         connection: Any = None,
         rate_key: str | None = None,
         breaker_key: str | None = None,
+        owner: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> int:
         """Create a run; returns its id. A repeated idempotency key returns the id of the
         run it created first. ``tags`` add to the handler's; runs sharing a
@@ -47,7 +49,8 @@ class AppRuns(AppBase):
         Session on psycopg) whose open transaction the run is created in, so it exists
         only if that commits. ``rate_key``: the handler's and queue's rate limits count
         runs of each key apart (e.g. per customer);
-        ``breaker_key``: the handler's circuit breaker trips per key (e.g. per host)."""
+        ``breaker_key``: the handler's circuit breaker trips per key (e.g. per host);
+        ``owner`` (a team) and ``labels`` (key/value strings) are shown and filtered on."""
         request = RunRequest(
             handler,
             payload,
@@ -63,6 +66,8 @@ class AppRuns(AppBase):
             deadline,
             rate_key,
             breaker_key,
+            owner,
+            labels,
         )
         run = run_service.new_run(self.registry, request, self.clock.now())
         if connection is not None:

@@ -30,9 +30,10 @@ class AppSchedules(AppBase):
         """Create or replace the job ``name``: ``cron=`` (5 or 6 fields, seconds first),
         ``interval=`` (seconds or a timedelta) or ``at=`` (once); none of them for a
         manual job. Options: ``jitter``, ``catch_up_window``, ``run_all_cap``,
-        ``queue``, ``priority``, ``max_attempts``, ``timeout``, ``namespace``, and
-        ``parameters`` (a template's JSON Schema of the payload, with defaults: the
-        payload and each trigger's must fit it)."""
+        ``queue``, ``priority``, ``max_attempts``, ``timeout``, ``namespace``,
+        ``owner`` and ``labels`` (its runs', see ``enqueue``), and ``parameters`` (a
+        template's JSON Schema of the payload, with defaults: the payload and each
+        trigger's must fit it)."""
         spec = schedules.job_spec(
             self.registry,
             name,

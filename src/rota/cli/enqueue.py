@@ -8,6 +8,7 @@ import click
 from rota.cli.app_loader import app_dir_option, load_app
 from rota.cli.errors import fail, json_arg
 from rota.cli.store_access import audit_command, db_option, run, with_store
+from rota.domain.labels import parse_labels
 from rota.errors import RotaError, StoreUnavailable
 from rota.store.port import Store
 
@@ -20,6 +21,8 @@ from rota.store.port import Store
 @db_option
 @click.option("--priority", type=int, default=None)
 @click.option("--idempotency-key", default=None)
+@click.option("--owner", default=None, help="Who the run belongs to (a team).")
+@click.option("--label", "labels", multiple=True, help="key=value; repeat for several.")
 def enqueue(
     handler: str,
     payload: str,
@@ -28,6 +31,8 @@ def enqueue(
     db: str | None,
     priority: int | None,
     idempotency_key: str | None,
+    owner: str | None,
+    labels: tuple[str, ...],
 ) -> None:
     """Enqueue one run of HANDLER with a JSON PAYLOAD."""
     app = load_app(app_target, app_dir)
@@ -35,7 +40,14 @@ def enqueue(
         app.settings = app.settings.with_overrides(database_url=db)
     value = json_arg("payload", payload)
     try:
-        run_id = app.enqueue(handler, value, priority=priority, idempotency_key=idempotency_key)
+        run_id = app.enqueue(
+            handler,
+            value,
+            priority=priority,
+            idempotency_key=idempotency_key,
+            owner=owner,
+            labels=dict(parse_labels(labels)),
+        )
     except StoreUnavailable as exc:
         fail(str(exc), code=3)
     except RotaError as exc:

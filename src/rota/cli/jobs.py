@@ -14,6 +14,7 @@ import click
 from rota.cli.api_client import F, api_client, api_options, namespace_option
 from rota.cli.errors import fail, json_arg
 from rota.cli.output import print_json, table
+from rota.cli.runs import label_filter
 from rota.client import RotaClient, RunNotFinished
 
 
@@ -110,6 +111,10 @@ def job_options(command: F) -> F:
             click.option("--timeout", type=float, default=None, help="Seconds per attempt."),
             click.option("--misfire", default=None, help="fire_now, skip or run_all."),
             click.option("--overlap", default=None, help="allow, skip or buffer_one."),
+            click.option("--owner", default=None, help="Its runs' owner (a team)."),
+            click.option(
+                "--label", "labels", multiple=True, help="key=value (its runs'); repeatable."
+            ),
         ]
     ):
         command = option(command)
@@ -119,6 +124,11 @@ def job_options(command: F) -> F:
 def _job_fields(options: dict[str, Any]) -> dict[str, Any]:
     renamed = {"interval": "interval_seconds", "timeout": "timeout_seconds"}
     fields = {renamed.get(k, k): v for k, v in options.items() if v is not None}
+    # No --label leaves the labels as they are (on update); given, they replace them.
+    if fields.get("labels"):
+        fields["labels"] = label_filter(fields["labels"])
+    else:
+        fields.pop("labels", None)
     if "payload" in fields:
         fields["payload"] = json_arg("--payload", fields["payload"])
     return fields

@@ -8,7 +8,10 @@ from typing import Any
 import click
 
 from rota.cli.api_client import F, api_client, api_options
+from rota.cli.errors import fail
 from rota.cli.output import console, print_json, table
+from rota.domain.labels import parse_labels
+from rota.errors import InvalidArgument
 
 
 @click.group()
@@ -26,6 +29,11 @@ def run_filters(command: F) -> F:
             click.option("--queue", default=None),
             click.option("--tag", default=None),
             click.option("--search", "q", default=None, help="Text in handler, job or error."),
+            click.option("--owner", default=None),
+            click.option(
+                "--label", "labels", multiple=True, help="key=value; repeat: all must match."
+            ),
+            click.option("--priority", type=int, default=None),
             click.option("--limit", type=int, default=20, show_default=True),
             click.option("--cursor", default=None, help="next_cursor of the previous page."),
         ]
@@ -34,14 +42,29 @@ def run_filters(command: F) -> F:
     return command
 
 
+def label_filter(texts: tuple[str, ...]) -> dict[str, str]:
+    """Repeated ``--label key=value`` as the client's labels filter."""
+    try:
+        return dict(parse_labels(texts))
+    except InvalidArgument as exc:
+        fail(str(exc))
+
+
+RUN_COLUMNS = (
+    *("id", "namespace", "handler", "owner", "state"),
+    *("attempt", "worker", "created (UTC)", "error"),
+)
+
+
 def run_rows(page: dict[str, Any]) -> None:
     table(
-        ["id", "namespace", "handler", "state", "attempt", "worker", "created (UTC)", "error"],
+        list(RUN_COLUMNS),
         [
             [
                 r["id"],
                 r["namespace"],
                 r["handler"],
+                r.get("owner") or "",
                 r["state"],
                 f"{r['attempt']}/{r['max_attempts']}",
                 r["worker_id"],
@@ -61,6 +84,7 @@ def run_rows(page: dict[str, Any]) -> None:
 def runs_list(url: str | None, token: str | None, as_json: bool, **filters: Any) -> None:
     """Runs, newest first."""
     filters["state"] = list(filters["state"])
+    filters["labels"] = label_filter(filters["labels"])
     with api_client(url, token) as client:
         page = client.list_runs(**filters)
     print_json(page) if as_json else run_rows(page)
@@ -81,6 +105,9 @@ def runs_show(run_id: int, url: str | None, token: str | None, as_json: bool) ->
         f"[bold]run {r['id']}[/] {r['handler']} [bold]{r['state']}[/] "
         f"attempt {r['attempt']}/{r['max_attempts']} fence {r['fence']}"
     )
+    if r.get("owner") or r.get("labels"):
+        labels = ", ".join(f"{k}={v}" for k, v in (r.get("labels") or {}).items())
+        console.print(f"owner: {r.get('owner') or '-'}  labels: {labels or '-'}", markup=False)
     if r["error"]:
         console.print(f"error: {r['error']}")
     table(

@@ -178,6 +178,8 @@ def enqueue(
     key_limit: int | None = None,
     deadline: datetime | None = None,
     idempotency_key: str | None = None,
+    owner: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Call[int]:
     """One run of a handler the server knows; returns its id (the first run's id again
     for a repeated ``idempotency_key``; one is made up when none is given)."""
@@ -195,6 +197,8 @@ def enqueue(
         concurrency_key=concurrency_key,
         key_limit=key_limit,
         deadline=_instant("deadline", deadline),
+        owner=owner,
+        labels=dict(labels) if labels is not None else None,
     )
     answer = yield Request(
         "POST",
@@ -218,6 +222,9 @@ class RunFilters(TypedDict, total=False):
     created_after: datetime | None
     created_before: datetime | None
     q: str | None
+    owner: str | None
+    labels: Mapping[str, str] | None  # every one must match (sent as label=key=value)
+    priority: int | None
     limit: int | None
     cursor: str | None
 
@@ -237,6 +244,8 @@ def list_dead(**filters: Unpack[RunFilters]) -> Call[JsonObject]:
 
 def _page(path: str, states: list[str], filters: RunFilters) -> Call[JsonObject]:
     params: dict[str, Any] = dict(filters)
+    labels = params.pop("labels", None) or {}
+    params["label"] = [f"{key}={value}" for key, value in labels.items()]
     for name in ("created_after", "created_before"):
         params[name] = _instant(name, params.get(name))
     page = yield Request("GET", path, _query(state=states, **params), retryable=True)

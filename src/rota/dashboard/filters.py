@@ -11,7 +11,8 @@ from starlette.datastructures import QueryParams
 
 from rota.dashboard.reads import visible_namespaces
 from rota.domain.access import Principal
-from rota.domain.runs import check_name
+from rota.domain.labels import Labels, check_labels, check_owner, parse_label
+from rota.domain.runs import MAX_PRIORITY, MIN_PRIORITY, check_name
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
 from rota.domain.values import MAX_ID, check_instant, check_text, whole_number
@@ -19,7 +20,11 @@ from rota.errors import InvalidArgument
 
 PAGE_SIZE = 50
 TEXT_FIELDS = ("namespace", "queue", "handler", "job", "tag")
-KNOWN = (*TEXT_FIELDS, "state", "q", "created_after", "created_before", "before", "notice", "n")
+KNOWN = (
+    *TEXT_FIELDS,
+    *("state", "q", "owner", "priority", "label"),
+    *("created_after", "created_before", "before", "notice", "n"),
+)
 
 
 @dataclass
@@ -31,6 +36,7 @@ class RunFilters:
     problems: list[str] = field(default_factory=list)
     search: RunSearch = field(default_factory=RunSearch)
     job: tuple[str, str] | None = None
+    labels: list[str] = field(default_factory=list)  # the label=key=value given, as typed
 
 
 def parse(
@@ -40,7 +46,7 @@ def parse(
     for name in sorted(set(query) - set(KNOWN)):
         filters.problems.append(f"{_short(name)}: not a filter of this page (ignored)")
     values = {name: query.get(name, "").strip() for name in KNOWN if query.get(name, "").strip()}
-    filters.values = {k: v for k, v in values.items() if k not in ("notice", "n")}
+    filters.values = {k: v for k, v in values.items() if k not in ("notice", "n", "label")}
     text: dict[str, str | None] = {}
     for name in TEXT_FIELDS:
         text[name] = _checked(filters, name, values.get(name), check_name)
@@ -50,6 +56,9 @@ def parse(
     created_after = _instant(filters, "created_after", values.get("created_after"))
     created_before = _instant(filters, "created_before", values.get("created_before"))
     before = _id(filters, "before", values.get("before"))
+    owner = _checked(filters, "owner", values.get("owner"), lambda n, v: check_owner(v))
+    priority = _priority(filters, values.get("priority"))
+    labels = _labels(filters, query.getlist("label"))
     namespace = text["namespace"]
     filters.search = RunSearch(
         namespaces=visible_namespaces(principal, namespace),
@@ -60,6 +69,9 @@ def parse(
         created_after=created_after,
         created_before=created_before,
         text=q,
+        owner=owner,
+        labels=labels,
+        priority=priority,
         before_id=before,
         limit=PAGE_SIZE,
     )
@@ -114,6 +126,35 @@ def _instant(filters: RunFilters, name: str, value: str | None) -> datetime | No
     except InvalidArgument as exc:
         filters.problems.append(f"{name}: expected {exc.allowed} (ignored)")
         return None
+
+
+def _priority(filters: RunFilters, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return whole_number("priority", value, MIN_PRIORITY, MAX_PRIORITY)
+    except InvalidArgument:
+        rule = f"an integer {MIN_PRIORITY}-{MAX_PRIORITY}"
+        filters.problems.append(f"priority: expected {rule} (ignored)")
+        return None
+
+
+def _labels(filters: RunFilters, given: list[str]) -> Labels:
+    """Each ``label`` (key=value) that parses; one that does not is named and left out."""
+    pairs = []
+    for text in (value.strip() for value in given):
+        if not text:
+            continue
+        filters.labels.append(text)
+        try:
+            pairs.append(parse_label(text))
+        except InvalidArgument as exc:
+            filters.problems.append(f"label {_short(text)!r}: expected {exc.allowed} (ignored)")
+    try:
+        return check_labels(pairs)
+    except InvalidArgument as exc:
+        filters.problems.append(f"labels: expected {exc.allowed} (ignored)")
+        return ()
 
 
 def _id(filters: RunFilters, name: str, value: str | None) -> int | None:

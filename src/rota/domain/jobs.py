@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from rota.domain.labels import Labels, check_labels, check_owner
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 from rota.domain.overlap import overlap_key
 from rota.domain.parameters import apply as apply_parameters
@@ -98,9 +99,13 @@ class JobSpec:
     # A template's parameters: a JSON Schema of the payload, with defaults
     # (rota.domain.parameters). The job's own payload and every trigger's must fit it.
     parameters: Mapping[str, Any] | None = None
+    owner: str | None = None  # its runs' owner and labels (rota.domain.labels)
+    labels: Labels = ()
 
     def __post_init__(self) -> None:
         check_name("job name", self.name)
+        check_owner(self.owner)
+        object.__setattr__(self, "labels", check_labels(self.labels))
         check_name("handler", self.handler)
         check_name("queue", self.queue)
         check_name("namespace", self.namespace)
@@ -252,6 +257,7 @@ def spec_to_json(spec: JobSpec) -> str:
     for key in _INSTANTS:
         if data[key] is not None:
             data[key] = data[key].isoformat()
+    data["labels"] = dict(spec.labels)
     return json.dumps(data)
 
 
@@ -349,6 +355,8 @@ def slot_run(job: Job, slot: datetime, run_at: datetime) -> NewRun:
         slot_at=slot,
         concurrency_key=key,
         concurrency_limit=None if key is None else 1,
+        owner=spec.owner,
+        labels=spec.labels,
     )
 
 
@@ -370,4 +378,6 @@ def manual_run(
         namespace=spec.namespace,
         job_id=job.id,
         correlation_id=correlation_id,
+        owner=spec.owner,
+        labels=spec.labels,
     )

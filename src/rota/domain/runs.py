@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rota.domain.labels import Labels, check_labels, check_owner
 from rota.domain.states import REPLAYABLE_STATES, AttemptOutcome, RunState
 from rota.domain.values import (
     MAX_INT32,
@@ -141,6 +142,8 @@ class NewRun:
     trace_context: str | None = None
     rate_key: str | None = None  # its handler's and queue's rates count each key apart
     breaker_key: str | None = None  # its handler's breaker trips per key (e.g. a host)
+    owner: str | None = None  # who it belongs to (a team): shown and filtered on
+    labels: Labels = ()  # free-form (key, value) pairs, sorted by key (domain/labels.py)
 
     def __post_init__(self) -> None:
         """Everything a store will be asked to hold is checked here, so the SQLite and
@@ -176,6 +179,8 @@ class NewRun:
             check_text("correlation_id", self.correlation_id, max_length=200)
         if self.trace_context is not None:
             check_text("trace_context", self.trace_context, max_length=MAX_TRACE_CONTEXT)
+        check_owner(self.owner)
+        object.__setattr__(self, "labels", check_labels(self.labels))
 
     def sibling(
         self,
@@ -322,6 +327,8 @@ class Run:
     deadline: datetime | None = None
     correlation_id: str | None = None
     trace_context: str | None = None
+    owner: str | None = None
+    labels: Labels = ()
 
 
 # What one attempt may store through ctx.log (beyond it, lines are counted, not kept),
@@ -386,4 +393,6 @@ def replay_request(run_id: int, run: Run | None) -> NewRun:
         replay_of=run.id,
         # A replay continues the trace of the run it repeats, so the two are linked.
         trace_context=run.trace_context,
+        owner=run.owner,
+        labels=run.labels,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from rota.domain.labels import Labels
 from rota.domain.states import RunState
 
 
@@ -23,6 +24,9 @@ class RunSearch:
     created_after: datetime | None = None  # inclusive
     created_before: datetime | None = None  # exclusive
     text: str | None = None  # substring of the handler, the job's name or the error
+    owner: str | None = None
+    labels: Labels = ()  # every one must match (key and value)
+    priority: int | None = None
     before_id: int | None = None
     limit: int = 50
 

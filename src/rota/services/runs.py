@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from rota.clock import Clock
+from rota.domain.labels import check_labels, check_owner
 from rota.domain.overlap import OVERLAP_PREFIX
 from rota.domain.runs import (
     Attempt,
@@ -31,6 +32,7 @@ from rota.domain.runs import (
     NewRun,
     Run,
     RunFilter,
+    check_priority,
     check_tags,
     encode_json,
     replay_request,
@@ -65,6 +67,8 @@ REQUEST_FIELDS = (
     "deadline",
     "rate_key",
     "breaker_key",
+    "owner",
+    "labels",
 )
 _REQUEST_FIELD_SET = frozenset(REQUEST_FIELDS)  # checked once per request of a bulk enqueue
 
@@ -87,6 +91,8 @@ class RunRequest:
     deadline: datetime | None = None  # start by then, or be cancelled
     rate_key: str | None = None  # its handler's and queue's rates count each key apart
     breaker_key: str | None = None  # its handler's breaker trips per key
+    owner: str | None = None  # who it belongs to (a team)
+    labels: Mapping[str, str] | None = None  # free-form key/value strings
 
     @classmethod
     def coerce(cls, value: RunRequest | Mapping[str, Any]) -> RunRequest:
@@ -141,6 +147,8 @@ def new_run(
         correlation_id=correlation_id,
         rate_key=request.rate_key or None,
         breaker_key=request.breaker_key or None,
+        owner=request.owner or None,
+        labels=check_labels(request.labels),
     )
 
 
@@ -327,3 +335,7 @@ def check_search(search: RunSearch) -> None:
             check_id(name, number)
     for namespace in search.namespaces or ():
         check_text("namespace", namespace, max_length=200)
+    check_owner(search.owner)
+    check_labels(search.labels)
+    if search.priority is not None:
+        check_priority(search.priority)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rota.domain.jobs import Job, UnreadableJob, planning_error_text, spec_from_json
+from rota.domain.labels import labels_from_stored
 from rota.domain.runs import Attempt, ClaimedRun, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.workers import WorkerInfo, WorkerState
@@ -49,6 +50,8 @@ def run_from_row(row: Mapping[str, Any]) -> Run:
         deadline=row["deadline"],
         correlation_id=row["correlation_id"],
         trace_context=row["trace_context"],
+        owner=row["owner"],
+        labels=labels_from_stored(row["labels"]),
     )
 
 

@@ -53,6 +53,8 @@ def _spec(context: Context, name: str, namespace: str, fields: dict[str, Any]) -
         max_attempts=fields.get("max_attempts"),
         timeout=fields.get("timeout_seconds"),
         parameters=fields.get("parameters"),
+        owner=fields.get("owner"),
+        labels=fields.get("labels"),
     )
 
 
@@ -106,8 +108,8 @@ async def update_job(
         _SPEC_NAMES.get(key, key): value
         for key, value in body.model_dump(include=body.model_fields_set).items()
         # JSON null leaves a field as it is, except where null is a value: no schedule
-        # (a manual job), or a null payload.
-        if value is not None or key in schedules.SCHEDULE_FIELDS or key == "payload"
+        # (a manual job), a null payload, no owner.
+        if value is not None or key in schedules.SCHEDULE_FIELDS or key in ("payload", "owner")
     }
     job = await schedules.update_job(
         store, context.clock, namespace, name, context.rota_app.registry, **changes

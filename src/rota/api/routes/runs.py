@@ -11,7 +11,7 @@ from rota.api import pagination
 from rota.api.auth import Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target, correlation_id
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas.fields import MAX_ID, IdempotencyKey, Instant, Name
+from rota.api.schemas.fields import MAX_ID, IdempotencyKey, Instant, Name, Priority
 from rota.api.schemas.runs import (
     AttemptOut,
     EnqueueRequest,
@@ -27,6 +27,7 @@ from rota.api.schemas.runs import (
     RunPage,
 )
 from rota.domain.access import Principal
+from rota.domain.labels import LABEL_FILTER_RULE, parse_labels
 from rota.domain.search import RunSearch
 from rota.domain.states import RunState
 from rota.errors import InvalidArgument
@@ -60,6 +61,17 @@ class RunFilters:
             str | None,
             Query(min_length=1, max_length=200, description="Text in handler, job or error."),
         ] = None,
+        owner: Annotated[
+            str | None, Query(max_length=200, description="Runs of this owner.")
+        ] = None,
+        label: Annotated[
+            list[str] | None,
+            Query(
+                description=f"Runs with this label, as {LABEL_FILTER_RULE}; repeatable, "
+                "every one must match.",
+            ),
+        ] = None,
+        priority: Annotated[Priority | None, Query(description="Runs of this priority.")] = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
         cursor: Annotated[str | None, Query(max_length=200)] = None,
     ) -> None:
@@ -71,6 +83,9 @@ class RunFilters:
         self.created_after = created_after
         self.created_before = created_before
         self.q = q
+        self.owner = owner
+        self.label = label or []
+        self.priority = priority
         self.limit = limit
         self.cursor = cursor
 
@@ -95,6 +110,9 @@ async def _page(
         created_after=filters.created_after,
         created_before=filters.created_before,
         text=filters.q,
+        owner=filters.owner,
+        labels=parse_labels(filters.label),
+        priority=filters.priority,
         before_id=pagination.decode(CURSOR, filters.cursor),
         limit=filters.limit,
     )
@@ -136,6 +154,8 @@ async def enqueue_run(
         deadline=body.deadline,
         rate_key=body.rate_key,
         breaker_key=body.breaker_key,
+        owner=body.owner,
+        labels=body.labels,
     )
     run_id = await run_service.enqueue_in(
         store,

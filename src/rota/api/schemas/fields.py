@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from rota.domain.labels import LABELS_RULE, OWNER_RULE, check_labels, check_owner
 from rota.domain.runs import NAME_PATTERN
 from rota.domain.values import INSTANT_RULE, in_instant_range
 from rota.domain.values import MAX_ID as MAX_ID
@@ -25,6 +26,24 @@ from rota.domain.values import MAX_ID as MAX_ID
 Name = Annotated[str, Field(pattern=NAME_PATTERN.pattern, examples=["nightly-report"])]
 Priority = Annotated[int, Field(ge=1, le=10)]
 Seconds = Annotated[float, Field(gt=0, le=10 * 365 * 24 * 3600)]
+
+
+def _labels(value: dict[str, str]) -> dict[str, str]:
+    return dict(check_labels(value))
+
+
+# A run's or a job's owner and labels, checked by the domain's rules (domain/labels.py):
+# a refusal is a 422 naming the value and the rule.
+OwnerIn = Annotated[
+    str,
+    Field(description=f"Who it belongs to: {OWNER_RULE}.", examples=["billing"]),
+    AfterValidator(check_owner),
+]
+LabelsIn = Annotated[
+    dict[str, str],
+    Field(description=f"Free-form: {LABELS_RULE}.", examples=[{"customer": "acme"}]),
+    AfterValidator(_labels),
+]
 
 
 def _iso_instant(value: Any) -> Any:

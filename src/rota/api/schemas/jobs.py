@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from rota.api.schemas.fields import Instant, Name, Priority, Request, Seconds
+from rota.api.schemas.fields import Instant, LabelsIn, Name, OwnerIn, Priority, Request, Seconds
 from rota.domain.jobs import Job, RecentStart, TriggerKind
 from rota.domain.misfire import MisfirePolicy, OverlapPolicy
 
@@ -34,6 +34,8 @@ class JobFields(Request):
     priority: Priority | None = None
     max_attempts: Annotated[int, Field(ge=1, le=1000)] | None = None
     timeout_seconds: Seconds | None = None
+    owner: OwnerIn | None = Field(None, description="Its runs' owner.")
+    labels: LabelsIn | None = Field(None, description="Its runs' labels.")
     parameters: dict[str, JsonValue] | None = Field(
         default=None,
         description="A template's parameters: a JSON Schema (type object, with defaults) "
@@ -82,6 +84,8 @@ class JobUpdate(Request):
     priority: Priority | None = None
     max_attempts: Annotated[int, Field(ge=1, le=1000)] | None = None
     timeout_seconds: Seconds | None = None
+    owner: OwnerIn | None = Field(None, description="Its runs' owner (null: none).")
+    labels: LabelsIn | None = Field(None, description="Replaces its runs' labels.")
 
 
 class StartOut(BaseModel):
@@ -129,6 +133,8 @@ class JobOut(BaseModel):
     max_attempts: int
     timeout_seconds: float | None
     parameters: dict[str, Any] | None
+    owner: str | None
+    labels: dict[str, str]
     paused: bool
     next_fire_at: datetime | None
     created_at: datetime
@@ -171,6 +177,8 @@ class JobOut(BaseModel):
             max_attempts=spec.max_attempts,
             timeout_seconds=spec.timeout,
             parameters=None if spec.parameters is None else dict(spec.parameters),
+            owner=spec.owner,
+            labels=dict(spec.labels),
             paused=job.paused,
             next_fire_at=job.next_fire_at,
             created_at=job.created_at,

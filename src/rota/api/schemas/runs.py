@@ -9,7 +9,16 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from rota.api.schemas.fields import MAX_ID, Instant, Name, Priority, Request, Seconds
+from rota.api.schemas.fields import (
+    MAX_ID,
+    Instant,
+    LabelsIn,
+    Name,
+    OwnerIn,
+    Priority,
+    Request,
+    Seconds,
+)
 from rota.domain.runs import Attempt, LogLine, Run
 from rota.domain.states import AttemptOutcome, RunState
 
@@ -33,6 +42,7 @@ class EnqueueRequest(Request):
             "examples": [
                 {"handler": "export", "payload": {"account": 42}, "queue": "exports"},
                 {"handler": "report", "run_at": "2030-01-01T09:00:00+01:00", "priority": 2},
+                {"handler": "export", "owner": "billing", "labels": {"customer": "acme"}},
             ]
         },
     )
@@ -50,6 +60,8 @@ class EnqueueRequest(Request):
     deadline: Instant | None = Field(None, description="Start by then or be cancelled.")
     rate_key: Name | None = Field(None, description="Its rates count each key apart.")
     breaker_key: Name | None = Field(None, description="Its breaker trips per key.")
+    owner: OwnerIn | None = None
+    labels: LabelsIn | None = None
 
 
 class RunOut(BaseModel):
@@ -77,6 +89,8 @@ class RunOut(BaseModel):
     slot_at: datetime | None
     tags: list[str]
     correlation_id: str | None
+    owner: str | None
+    labels: dict[str, str]
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -112,6 +126,8 @@ class RunOut(BaseModel):
             slot_at=run.slot_at,
             tags=list(run.tags),
             correlation_id=run.correlation_id,
+            owner=run.owner,
+            labels=dict(run.labels),
             created_at=run.created_at,
             started_at=run.started_at,
             finished_at=run.finished_at,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from rota.domain.labels import labels_json
 from rota.domain.runs import Enqueued, NewRun
 from rota.store.dialect import Dialect, Row, Session
 
@@ -37,6 +38,8 @@ def run_item(run: NewRun) -> dict[str, Any]:
         "trace_context": run.trace_context,
         "rate_key": run.rate_key,
         "breaker_key": run.breaker_key,
+        "owner": run.owner,
+        "labels": labels_json(run.labels),
     }
 
 

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from datetime import datetime
 
+from rota.domain.labels import labels_json
 from rota.domain.runs import LOG_READ_LIMIT, Attempt, LogLine, Run, RunFilter
 from rota.domain.search import RunSearch, like_pattern
 from rota.domain.states import RunState
@@ -60,6 +61,9 @@ class CoreReads(CoreBase):
                 "created_after": search.created_after,
                 "created_before": search.created_before,
                 "pattern": like_pattern(search.text) if search.text else None,
+                "owner": search.owner,
+                "labels": labels_json(search.labels),
+                "priority": search.priority,
                 "before_id": search.before_id,
                 "limit": search.limit,
             },

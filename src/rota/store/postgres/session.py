@@ -58,6 +58,8 @@ SHARED_COLUMNS = (
     ("trace_context", "text"),
     ("rate_key", "text"),
     ("breaker_key", "text"),
+    ("owner", "text"),
+    ("labels", "jsonb"),
     ("created_at", "timestamptz"),
 )
 # id (int8), then the payload. jsonb's binary form is a version byte (1) then the JSON
@@ -88,6 +90,8 @@ _shared_fields = operator.attrgetter(
     "trace_context",
     "rate_key",
     "breaker_key",
+    "owner",
+    "labels",
 )
 # The binary COPY format (PostgreSQL docs, "COPY", Binary Format): a signature, flags
 # and header extension length; per row the number of fields, then each field as its
@@ -225,7 +229,7 @@ class _RowEncoder:
     def _segment(self, shared: tuple[Any, ...]) -> bytes:
         """The field count and the shared columns of a run with these fields."""
         (namespace, handler, queue, priority, run_at, *middle) = shared
-        (max_attempts, timeout, replay_of, job_id, slot_at, tags, *rest) = middle
+        (max_attempts, timeout, replay_of, job_id, slot_at, tags, *rest, labels) = middle
         run_at = self._db_now if run_at is None else run_at
         values = (
             namespace,
@@ -241,6 +245,7 @@ class _RowEncoder:
             slot_at,
             list(tags) if tags else None,  # sorted already
             *rest,
+            dict(labels) if labels else None,  # jsonb's dumper writes the object
             self._db_now,
         )
         fields = self._transformer.dump_sequence(values, self._formats)

@@ -358,6 +358,8 @@ CREATE TABLE rota_runs (
     map_index integer,
     open_items integer,
     step_input jsonb,
+    owner text,
+    labels jsonb,
     CONSTRAINT rota_runs_concurrency_limit_check CHECK (concurrency_limit >= 1),
     CONSTRAINT rota_runs_max_attempts_check CHECK (max_attempts >= 1),
     CONSTRAINT rota_runs_priority_check CHECK (priority >= 1 AND priority <= 10),

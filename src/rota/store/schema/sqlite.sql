@@ -273,7 +273,7 @@ CREATE TABLE "rota_runs_history" (
     created_at       REAL NOT NULL,
     started_at       REAL,
     finished_at      REAL
-, job_id INTEGER, slot_at REAL, tags TEXT, concurrency_key TEXT, concurrency_limit INTEGER CHECK (concurrency_limit >= 1), deadline REAL, correlation_id TEXT, trace_context TEXT, rate_key TEXT, breaker_key TEXT, workflow_run_id INTEGER, step_name TEXT, map_index INTEGER, open_items INTEGER, step_input TEXT);
+, job_id INTEGER, slot_at REAL, tags TEXT, concurrency_key TEXT, concurrency_limit INTEGER CHECK (concurrency_limit >= 1), deadline REAL, correlation_id TEXT, trace_context TEXT, rate_key TEXT, breaker_key TEXT, workflow_run_id INTEGER, step_name TEXT, map_index INTEGER, open_items INTEGER, step_input TEXT, owner TEXT, labels TEXT);
 
 CREATE TABLE rota_runs_live (
     id               INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -317,7 +317,7 @@ CREATE TABLE rota_runs_live (
     map_index        INTEGER,
     open_items       INTEGER,
     step_input       TEXT
-);
+, owner TEXT, labels TEXT);
 
 CREATE TABLE rota_schema_migrations ( version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0));
 

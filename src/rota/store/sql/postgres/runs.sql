@@ -20,11 +20,11 @@ r AS MATERIALIZED (
                 %(slot_at)b::timestamptz[], %(tags)b::text[], %(concurrency_key)b::text[],
                 %(concurrency_limit)b::integer[], %(deadline)b::timestamptz[],
                 %(correlation_id)b::text[], %(trace_context)b::text[], %(rate_key)b::text[],
-                %(breaker_key)b::text[])
+                %(breaker_key)b::text[], %(owner)b::text[], %(labels)b::text[])
          AS r(namespace, handler, queue, payload, priority, run_at, max_attempts,
               timeout_seconds, idempotency_key, replay_of, job_id, slot_at, tags,
               concurrency_key, concurrency_limit, deadline, correlation_id, trace_context,
-              rate_key, breaker_key)
+              rate_key, breaker_key, owner, labels)
 ),
 keyed AS (
     INSERT INTO rota_idempotency_keys (namespace, handler, idempotency_key, run_id)
@@ -36,13 +36,14 @@ INSERT INTO rota_runs (id, namespace, handler, queue, payload, priority, run_at,
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
                        slot_at, tags, concurrency_key, concurrency_limit, deadline,
                        correlation_id, trace_context, rate_key, breaker_key,
-                       created_at)
+                       owner, labels, created_at)
 SELECT r.id, r.namespace, r.handler, r.queue, r.payload::jsonb, r.priority,
        COALESCE(r.run_at, t.now),
        COALESCE(r.run_at, t.now) - make_interval(secs => r.priority * %(aging_seconds)s),
        r.max_attempts, r.timeout_seconds, r.idempotency_key, r.replay_of, r.job_id, r.slot_at,
        NULLIF(r.tags::text[], '{}'), r.concurrency_key, r.concurrency_limit, r.deadline,
-       r.correlation_id, r.trace_context, r.rate_key, r.breaker_key, t.now
+       r.correlation_id, r.trace_context, r.rate_key, r.breaker_key, r.owner,
+       r.labels::jsonb, t.now
 FROM r, t
 WHERE r.idempotency_key IS NULL OR r.id IN (SELECT run_id FROM keyed)
 ORDER BY r.id

@@ -24,7 +24,8 @@ LIMIT :limit;
 
 -- name: search_runs
 -- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL; list
--- parameters are JSON arrays.
+-- parameters are JSON arrays, :labels a JSON object whose every pair the run's labels
+-- must hold. Owner, labels and priority have no index (ADR 0037).
 SELECT r.* FROM rota_runs r
 WHERE (:namespaces IS NULL OR r.namespace IN (SELECT value FROM json_each(:namespaces)))
   AND (:states IS NULL OR r.state IN (SELECT value FROM json_each(:states)))
@@ -32,6 +33,12 @@ WHERE (:namespaces IS NULL OR r.namespace IN (SELECT value FROM json_each(:names
   AND (:queue IS NULL OR r.queue = :queue)
   AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(r.tags) WHERE value = :tag))
   AND (:job_id IS NULL OR r.job_id = :job_id)
+  AND (:owner IS NULL OR r.owner = :owner)
+  AND (:labels IS NULL OR NOT EXISTS (
+         SELECT 1 FROM json_each(:labels) f
+         WHERE NOT EXISTS (SELECT 1 FROM json_each(r.labels) l
+                           WHERE l.key = f.key AND l.value = f.value)))
+  AND (:priority IS NULL OR r.priority = :priority)
   AND (:created_after IS NULL OR r.created_at >= :created_after)
   AND (:created_before IS NULL OR r.created_at < :created_before)
   AND (:pattern IS NULL

@@ -14,12 +14,12 @@ INSERT INTO rota_runs_live (namespace, handler, queue, payload, priority, run_at
                        max_attempts, timeout_seconds, idempotency_key, replay_of, job_id,
                        slot_at, tags, concurrency_key, concurrency_limit, deadline,
                        correlation_id, trace_context, rate_key, breaker_key,
-                       created_at)
+                       owner, labels, created_at)
 VALUES (:namespace, :handler, :queue, :payload, :priority, COALESCE(:run_at, :now),
         COALESCE(:run_at, :now) - :priority * :aging_seconds,
         :max_attempts, :timeout_seconds, :idempotency_key, :replay_of, :job_id, :slot_at,
         :tags, :concurrency_key, :concurrency_limit, :deadline, :correlation_id,
-        :trace_context, :rate_key, :breaker_key, :now)
+        :trace_context, :rate_key, :breaker_key, :owner, :labels, :now)
 ON CONFLICT (namespace, handler, idempotency_key) WHERE idempotency_key IS NOT NULL
 DO NOTHING
 RETURNING id, namespace, handler, idempotency_key;
