@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import datetime
+from typing import Any
 
 from rota.domain.labels import labels_json
 from rota.domain.runs import LOG_READ_LIMIT, Attempt, LogLine, Run, RunFilter
@@ -15,6 +16,25 @@ from rota.store.core.base import CoreBase
 from rota.store.dialect import Session
 from rota.store.rows import attempt_from_row, log_from_row, run_from_row
 from rota.store.stats_rows import finished_count_from_row, positive_bucket, queue_count_from_row
+
+
+def search_filter(search: RunSearch) -> dict[str, Any]:
+    """The parameters of a run search's WHERE, which search_runs and the bulk actions'
+    count_matching_runs share (tests/store/test_sql_copies.py holds their SQL together)."""
+    return {
+        "namespaces": None if search.namespaces is None else list(search.namespaces),
+        "states": [s.value for s in search.states] or None,
+        "handler": search.handler,
+        "queue": search.queue,
+        "tag": search.tag,
+        "job_id": search.job_id,
+        "created_after": search.created_after,
+        "created_before": search.created_before,
+        "pattern": like_pattern(search.text) if search.text else None,
+        "owner": search.owner,
+        "labels": labels_json(search.labels),
+        "priority": search.priority,
+    }
 
 
 class CoreReads(CoreBase):
@@ -49,25 +69,8 @@ class CoreReads(CoreBase):
         ]
 
     async def search_runs(self, search: RunSearch) -> list[Run]:
-        rows = await self._d.rows(
-            "search_runs",
-            {
-                "namespaces": None if search.namespaces is None else list(search.namespaces),
-                "states": [s.value for s in search.states] or None,
-                "handler": search.handler,
-                "queue": search.queue,
-                "tag": search.tag,
-                "job_id": search.job_id,
-                "created_after": search.created_after,
-                "created_before": search.created_before,
-                "pattern": like_pattern(search.text) if search.text else None,
-                "owner": search.owner,
-                "labels": labels_json(search.labels),
-                "priority": search.priority,
-                "before_id": search.before_id,
-                "limit": search.limit,
-            },
-        )
+        params = {**search_filter(search), "before_id": search.before_id, "limit": search.limit}
+        rows = await self._d.rows("search_runs", params)
         return [run_from_row(row) for row in rows]
 
     async def oldest_due_run_at(self, now: datetime | None) -> datetime | None:

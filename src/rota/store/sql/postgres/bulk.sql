@@ -12,6 +12,9 @@ WHERE (%(namespaces)b::text[] IS NULL OR r.namespace = ANY(%(namespaces)b::text[
   AND (%(queue)s::text IS NULL OR r.queue = %(queue)s)
   AND (%(tag)s::text IS NULL OR r.tags @> ARRAY[%(tag)s::text])
   AND (%(job_id)s::bigint IS NULL OR r.job_id = %(job_id)s)
+  AND (%(owner)s::text IS NULL OR r.owner = %(owner)s)
+  AND (%(labels)s::jsonb IS NULL OR r.labels @> %(labels)s::jsonb)
+  AND (%(priority)s::smallint IS NULL OR r.priority = %(priority)s)
   AND (%(created_after)s::timestamptz IS NULL OR r.created_at >= %(created_after)s)
   AND (%(created_before)s::timestamptz IS NULL OR r.created_at < %(created_before)s)
   AND (%(pattern)s::text IS NULL

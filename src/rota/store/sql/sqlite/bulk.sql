@@ -12,6 +12,12 @@ WHERE (:namespaces IS NULL OR r.namespace IN (SELECT value FROM json_each(:names
   AND (:queue IS NULL OR r.queue = :queue)
   AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(r.tags) WHERE value = :tag))
   AND (:job_id IS NULL OR r.job_id = :job_id)
+  AND (:owner IS NULL OR r.owner = :owner)
+  AND (:labels IS NULL OR NOT EXISTS (
+         SELECT 1 FROM json_each(:labels) f
+         WHERE NOT EXISTS (SELECT 1 FROM json_each(r.labels) l
+                           WHERE l.key = f.key AND l.value = f.value)))
+  AND (:priority IS NULL OR r.priority = :priority)
   AND (:created_after IS NULL OR r.created_at >= :created_after)
   AND (:created_before IS NULL OR r.created_at < :created_before)
   AND (:pattern IS NULL
