@@ -4,7 +4,7 @@ Direct SQL, not ``enqueue_many``: a million runs through the public API would ta
 minutes and give only pending runs. Every NOT NULL column is filled as rota would fill
 it: 1% dead-lettered (3 attempts, an error), 2% pending, the rest succeeded (1 attempt,
 started and finished); four handlers, four queues; ids and created_at increase together,
-one run every 50 ms going back from now. Then, on PostgreSQL, VACUUM (ANALYZE): what
+one run every 50 ms going back from now; one in ten owned by team-a. Then, on PostgreSQL, VACUUM (ANALYZE): what
 stock autovacuum does to a table after a bulk insert (it sets the visibility map the
 overview's index-only count relies on: 116 ms over a never-vacuumed table, 15 ms after);
 SQLite has no such state, only ANALYZE.
@@ -26,7 +26,7 @@ _STATE = (
 PG_LOAD_SQL = f"""
 INSERT INTO rota_runs (id, namespace, handler, queue, state, payload, priority, run_at,
     sort_at, attempt, max_attempts, fence, timeout_seconds, worker_id, error,
-    cancel_requested, lost_count, created_at, started_at, finished_at)
+    cancel_requested, lost_count, created_at, started_at, finished_at, owner)
 SELECT i, 'default',
        (ARRAY{list(HANDLERS)})[1 + i %% 4],
        (ARRAY{list(QUEUES)})[1 + (i / 4) %% 4],
@@ -39,7 +39,8 @@ SELECT i, 'default',
        CASE st WHEN 'dead_lettered' THEN 'ConnectionError: upstream said no' END,
        false, 0, t,
        CASE st WHEN 'pending' THEN NULL ELSE t + interval '10 ms' END,
-       CASE st WHEN 'pending' THEN NULL ELSE t + interval '60 ms' END
+       CASE st WHEN 'pending' THEN NULL ELSE t + interval '60 ms' END,
+       CASE WHEN i %% 10 = 0 THEN 'team-a' END
 FROM (SELECT i, {_STATE.replace("%", "%%")} AS st,
              now() - make_interval(secs => (%(n)s - i) * 0.05) AS t
       FROM generate_series(1, %(n)s) AS i) AS s
@@ -52,7 +53,7 @@ WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < :n)
 s AS (SELECT i, {_STATE} AS st, :now - (:n - i) * 0.05 AS t FROM seq)
 INSERT INTO {{home}} (id, namespace, handler, queue, state, payload, priority, run_at,
     sort_at, attempt, max_attempts, fence, timeout_seconds, worker_id, error,
-    cancel_requested, lost_count, created_at, started_at, finished_at)
+    cancel_requested, lost_count, created_at, started_at, finished_at, owner)
 SELECT i, 'default',
        CASE i % 4 {" ".join(f"WHEN {k} THEN '{h}'" for k, h in enumerate(HANDLERS))} END,
        CASE (i / 4) % 4 {" ".join(f"WHEN {k} THEN '{q}'" for k, q in enumerate(QUEUES))} END,
@@ -65,7 +66,8 @@ SELECT i, 'default',
        CASE st WHEN 'dead_lettered' THEN 'ConnectionError: upstream said no' END,
        0, 0, t,
        CASE st WHEN 'pending' THEN NULL ELSE t + 0.01 END,
-       CASE st WHEN 'pending' THEN NULL ELSE t + 0.06 END
+       CASE st WHEN 'pending' THEN NULL ELSE t + 0.06 END,
+       CASE WHEN i % 10 = 0 THEN 'team-a' END
 FROM s WHERE (st = 'pending') = :live
 """
 

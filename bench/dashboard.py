@@ -40,7 +40,11 @@ PAGES = (
     "/runs?q=upstream",
     "/runs/{run_id}",
     "/dlq",
+    "/runs?owner=team-a",
     "/jobs",
+    "/queues",
+    "/charts",
+    "/charts?range=7d&by=handler",
     "/workers",
     "/leader",
 )
@@ -105,7 +109,7 @@ def measure_pages(base: str, token: str, requests: int) -> dict[str, Any]:
     return out
 
 
-PAGE_REQUESTS = 100  # per page; a fifth of (h)'s, there are ten pages
+PAGE_REQUESTS = 100  # per page; a fifth of (h)'s, there are fifteen pages
 
 
 def dashboard_on(cfg: BenchConfig, results: Results, store: str) -> None:
@@ -136,9 +140,12 @@ def dashboard_on(cfg: BenchConfig, results: Results, store: str) -> None:
         results.add("dashboard", system, variant, worst_p99, rows=cfg.api_rows, **outcome)
 
 
-def dashboard(cfg: BenchConfig, results: Results) -> None:
+STORES = ("PostgreSQL", "SQLite")
+
+
+def dashboard(cfg: BenchConfig, results: Results, stores: tuple[str, ...] = STORES) -> None:
     """(i): each store in turn (`make bench`, or ``python -m bench.dashboard`` alone)."""
-    for store in ("PostgreSQL", "SQLite"):
+    for store in stores:
         dashboard_on(cfg, results, store)
 
 
@@ -180,10 +187,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.dashboard")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=PAGE_REQUESTS)
+    parser.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
     args = parser.parse_args(argv)
     cfg = BenchConfig(api_rows=args.rows, api_requests=args.requests * 5)
     results = Results(meta={})
-    dashboard(cfg, results)
+    dashboard(cfg, results, tuple(args.stores))
     for failure in results.failures:
         print(f"FAILED: {failure}")
     print("\n".join(dashboard_lines(results)))

@@ -226,12 +226,16 @@ async def prefill_keyed(url: str, total: int, keys: int, key_limit: int, batch: 
 
 
 async def count_finished(url: str) -> None:
-    """The leader's per-minute count of finished runs, once (a leader does it every
-    minute; the dashboard bench's server runs without one)."""
+    """The leader's per-minute counts of finished runs (the overview's and the charts'),
+    once (a leader does it every minute; the dashboard bench's server runs without one)."""
     app = make_app(url)
     try:
         store = await app.store()
-        await store.count_finished_minutes(await store.now(None))
+        now = await store.now(None)
+        await store.count_finished_minutes(now)
+        # The charts' rollup too, caught up (a leader spreads a first count over turns).
+        while not (await store.count_chart_batch(now)).caught_up:
+            pass
     finally:
         await app.aclose()
 
