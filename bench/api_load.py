@@ -5,9 +5,9 @@ minutes and give only pending runs. Every NOT NULL column is filled as rota woul
 it: 1% dead-lettered (3 attempts, an error), 2% pending, the rest succeeded (1 attempt,
 started and finished); four handlers, four queues; ids and created_at increase together,
 one run every 50 ms going back from now; one in ten owned by team-a. Then, on
-PostgreSQL, VACUUM (ANALYZE): what stock autovacuum does to a table after a bulk insert (it sets the visibility map the
-overview's index-only count relies on: 116 ms over a never-vacuumed table, 15 ms after);
-SQLite has no such state, only ANALYZE.
+PostgreSQL, VACUUM (ANALYZE): what stock autovacuum does to a table after a bulk insert
+(it sets the visibility map the overview's index-only count relies on: 116 ms over a
+never-vacuumed table, 15 ms after); SQLite has no such state, only ANALYZE.
 """
 
 from __future__ import annotations
