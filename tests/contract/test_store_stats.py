@@ -3,6 +3,7 @@ numbers on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -11,7 +12,7 @@ from rota.domain.states import AttemptOutcome, RunState
 from rota.domain.stats import FinishedCount, QueueCount
 from rota.store.port import Store
 
-from .support import T0, at, claim_one, finished, new_run, succeeded
+from .support import T0, at, bounded, claim_one, finished, new_run, peers, succeeded
 
 
 async def test_live_counts_per_namespace_queue_and_state(store: Store) -> None:
@@ -119,3 +120,20 @@ async def test_counting_again_is_idempotent(store: Store) -> None:
         FinishedCount(at(60), "default", "q1", RunState.FAILED, 1),
         FinishedCount(at(120), "default", "q1", RunState.SUCCEEDED, 1),
     ]
+
+
+async def test_two_leaders_counting_at_once_count_each_run_once(store: Store) -> None:
+    """A leader that lost its lease may still be counting when the next one starts: the
+    recounts overlap. Each must leave the counts exact, and neither may fail (PostgreSQL
+    refused the second's insert on the minutes the first had just written)."""
+    await _finish_runs(store, [10, 70, 130, 190])
+    async with peers(store, 1) as [other]:
+        for later in range(300, 600, 20):  # every turn of both: the same recount at once
+            await bounded(
+                asyncio.gather(
+                    store.count_finished_minutes(at(later)),
+                    other.count_finished_minutes(at(later)),
+                )
+            )
+    counted = await store.finished_counts(at(0), 3600)
+    assert sum(count.count for count in counted) == 4

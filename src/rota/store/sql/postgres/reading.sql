@@ -100,13 +100,16 @@ DELETE FROM rota_finished_minutes
 WHERE minute >= %(start)s::timestamptz OR minute < %(keep_since)s::timestamptz;
 
 -- name: count_finished_minutes
+-- A recount replaces a minute's count: a leader whose lease ran out may still be
+-- counting when the next one counts the same minutes (both counts are exact).
 INSERT INTO rota_finished_minutes (minute, namespace, queue, state, count)
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / 60) * 60),
        namespace, queue, state, count(*)
 FROM rota_runs
 WHERE finished_at IS NOT NULL AND finished_at >= %(start)s::timestamptz
   AND finished_at < %(until)s::timestamptz
-GROUP BY 1, namespace, queue, state;
+GROUP BY 1, namespace, queue, state
+ON CONFLICT (minute, namespace, queue, state) DO UPDATE SET count = excluded.count;
 
 -- name: set_finished_counted_until
 INSERT INTO rota_finished_rollup (id, counted_from, counted_until)
