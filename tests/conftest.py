@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import structlog
 from hypothesis import settings as hypothesis_settings
 
 import rota
@@ -159,3 +160,15 @@ def process_app(db_url: str) -> Iterator[rota.App]:
         yield app
     finally:
         app.close()
+
+
+@pytest.fixture(autouse=True)
+def _structlog_left_as_found() -> Iterator[None]:
+    """A test that runs the CLI in this process (click's CliRunner) configures structlog
+    as `rota` does, caching each logger on its first use; left so, every later test's
+    loggers would be cached at that level, out of reach of structlog's capture_logs.
+    The configuration a test found is put back after it."""
+    found = structlog.get_config()
+    yield
+    if structlog.get_config() != found:
+        structlog.configure(**found)

@@ -54,26 +54,32 @@ RUN_COLUMNS = (
     *("id", "namespace", "handler", "owner", "state"),
     *("attempt", "worker", "created (UTC)", "error"),
 )
+OWNER = RUN_COLUMNS.index("owner")
 
 
 def run_rows(page: dict[str, Any]) -> None:
-    table(
-        list(RUN_COLUMNS),
+    rows = [
         [
-            [
-                r["id"],
-                r["namespace"],
-                r["handler"],
-                r.get("owner") or "",
-                r["state"],
-                f"{r['attempt']}/{r['max_attempts']}",
-                r["worker_id"],
-                r["created_at"][:19],
-                (r["error"] or "")[:60],
-            ]
-            for r in page["items"]
-        ],
-    )
+            r["id"],
+            r["namespace"],
+            r["handler"],
+            r.get("owner") or "",
+            r["state"],
+            f"{r['attempt']}/{r['max_attempts']}",
+            r["worker_id"],
+            r["created_at"][:19],
+            (r["error"] or "")[:60],
+        ]
+        for r in page["items"]
+    ]
+    columns = list(RUN_COLUMNS)
+    if not any(row[OWNER] for row in rows):
+        # No run here has an owner: no column for it, so a narrow terminal keeps the
+        # state and the rest readable.
+        del columns[OWNER]
+        for row in rows:
+            del row[OWNER]
+    table(columns, rows)
     if page.get("next_cursor"):
         console.print(f"more: --cursor {page['next_cursor']}")
 
