@@ -3,6 +3,7 @@ counts and which bars a chart reads; the SQL is in sql/<dialect>/charts.sql)."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any
 
@@ -52,9 +53,11 @@ class CoreCharts(CoreBase):
             "hours_keep_since": batch.hours_keep_since,
         }
 
-        async def count(session: Session) -> None:
+        async def count(session: Session) -> bool:
             # One transaction: a batch that dies before its commit left nothing behind.
-            await session.rows("lock_chart_rollup", {})
+            [lock] = await session.rows("lock_chart_rollup", {})
+            if not lock["locked"]:
+                return False  # another leader is counting: this turn is its
             await session.rows("forget_chart_minutes", params)
             await session.rows("count_chart_minutes", params)
             await session.rows("forget_chart_hours", params)
@@ -62,8 +65,10 @@ class CoreCharts(CoreBase):
             await session.rows("forget_chart_quarters", params)
             await session.rows("count_chart_quarters", params)
             await session.rows("set_chart_counted_until", params)
+            return True
 
-        await self._d.in_transaction(now, count)
+        if not await self._d.in_transaction(now, count):
+            return dataclasses.replace(batch, caught_up=True)  # nothing more this turn
         return batch
 
     async def chart_counts(

@@ -6,10 +6,11 @@
 SELECT counted_until FROM rota_chart_rollup WHERE id = 1;
 
 -- name: lock_chart_rollup
--- Two leaders overlapping at a handover count one batch after the other (the second
--- recounts what the first wrote, the same numbers), never both at once: both would
--- insert the same minutes, and one would fail on the primary key.
-SELECT pg_advisory_xact_lock(7307916211);
+-- Two leaders overlapping at a handover never count at once (both would insert the
+-- same minutes, and one would fail on the primary key): the second skips its turn
+-- rather than wait, since the first may be a stopped process holding the lock, and a
+-- waiting duty would hold a pool connection the new leader's reaper needs.
+SELECT pg_try_advisory_xact_lock(7307916211) AS locked;
 
 -- name: forget_chart_minutes
 -- Before a batch recounts the minutes from start (idempotent: a batch run twice
