@@ -44,8 +44,10 @@ class CoreClaim(CoreLimitedClaim):
         # A queue listed twice would pick its runs twice and fill the limit with
         # duplicates.
         queues = list(dict.fromkeys(request.queues))
-        paused = await self._paused.get()  # from memory: a query at most once a second
-        if paused:  # the path with no queue paused stays as it was (ADR 0035)
+        # The claim statements skip a paused queue themselves (ADR 0035); this copy, read
+        # at most once a second, spares a worker whose queues are all paused a statement.
+        paused = await self._paused.get()
+        if paused:
             queues = [q for q in queues if q not in paused]
             if not queues:
                 return []

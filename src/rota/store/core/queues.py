@@ -1,10 +1,11 @@
 """The one SQL store: queues an operator pauses and resumes (ADR 0035).
 
-The claim consults the paused set on every call, so it is read at most once a second
-per process (``Recent``) and handed out from memory in between: with no queue paused the
-claim pays one set lookup and no query. A process that pauses or resumes a queue
-forgets its copy, so its own claims see the change at once; other processes within a
-second plus one claim.
+The claim statements read ``rota_queues`` themselves and skip a paused queue, so a
+pause holds from the next claim on every worker. Each process also keeps a copy of the
+paused set, read at most once a second (``Recent``) and handed out from memory in
+between: a claim drops paused queues from its request before any statement, and
+``next_due_in`` does not wake a worker for a paused queue's runs. A process that pauses
+or resumes a queue forgets its copy; others see a resume within a second.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class CoreQueues(CoreBase):
         return frozenset(row["name"] for row in await self._d.rows("paused_queues"))
 
     async def paused_queues(self) -> frozenset[str]:
-        """The paused queues, as this process's claims see them (at most ~1 s old)."""
+        """The paused queues as this process's copy has them (at most ~1 s old)."""
         return await self._paused.get()
 
     async def list_queues(self) -> list[QueueControl]:

@@ -566,7 +566,13 @@ BEGIN
     RETURN QUERY
     WITH t AS (SELECT COALESCE(claim_at, now()) AS now),
     picked AS (
-        SELECT c.ctid FROM unnest(claim_queues) AS q(name), t,
+        SELECT c.ctid FROM t,
+        -- The claim's queues but a paused one (ADR 0035), read in this statement: a
+        -- pause holds from the next claim on every worker. One look per queue at a
+        -- table with a row only for a queue an operator has acted on.
+        (SELECT u.name FROM unnest(claim_queues) AS u(name)
+         WHERE NOT EXISTS (SELECT 1 FROM rota_queues p WHERE p.name = u.name AND p.paused))
+        AS q,
         LATERAL (
             SELECT l.ctid, l.id, l.sort_at FROM rota_runs_live l
             WHERE l.state IN ('pending', 'retrying') AND l.concurrency_key IS NULL

@@ -18,7 +18,7 @@ SELECT EXISTS (
 -- The plain path, for runs no limit applies to: one index range scan per queue
 -- (LATERAL), merged by effective priority; SKIP LOCKED lets concurrent claimers pass
 -- each other's rows instead of queueing on them. The statement lives in the function
--- rota_claim (migration 22) so that it is planned once per session (ADR 0030).
+-- rota_claim (migrations 22 and 27) so that it is planned once per session (ADR 0030).
 SELECT * FROM rota_claim(%(queues)b::text[], %(limit)s::int, %(worker_id)s::text,
                          %(lease_seconds)s::float8, %(tags)b::text[],
                          %(limited_handlers)b::text[], %(now)s::timestamptz);
@@ -77,7 +77,10 @@ c AS (
     -- run and sorted them, under the lock, on every limited claim.
     SELECT c.id, c.queue, c.handler, c.concurrency_key, c.concurrency_limit, c.rate_key,
            c.breaker_key, c.sort_at
-    FROM unnest(%(queues)b::text[]) AS q(name), t,
+    FROM t,
+    -- A paused queue gives nothing (ADR 0035), read in this statement, as in rota_claim.
+    (SELECT u.name FROM unnest(%(queues)b::text[]) AS u(name)
+     WHERE NOT EXISTS (SELECT 1 FROM rota_queues p WHERE p.name = u.name AND p.paused)) AS q,
     LATERAL (
         (SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key,
                 breaker_key, sort_at

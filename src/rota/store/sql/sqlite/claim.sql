@@ -31,7 +31,10 @@ WHERE id IN (
     -- planner's statistics say (PRAGMA optimize on a near-empty table once made it
     -- scan every row of rota_runs_live per claim; docs/benchmarks.md (m)).
     SELECT r.id FROM json_each(:queues) AS q, rota_runs_live AS r NOT INDEXED
-    WHERE r.id IN (
+    -- A paused queue gives nothing (ADR 0035), read in this statement: a pause holds
+    -- from the next claim on every worker, whatever its cached paused set says.
+    WHERE q.value NOT IN (SELECT name FROM rota_queues WHERE paused)
+      AND r.id IN (
         SELECT id FROM rota_runs_live
         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL
           AND queue = q.value AND run_at <= :now
@@ -97,8 +100,10 @@ WITH c AS (
     FROM json_each(:queues) AS q, rota_runs_live AS r NOT INDEXED  -- by rowid, as in claim
     -- Unkeyed and keyed runs apart, each a range scan of its own partial index that
     -- stops after a window of matches (one scan with neither condition read every due
-    -- run and sorted them, under the lock, on every limited claim).
-    WHERE r.id IN (
+    -- run and sorted them, under the lock, on every limited claim). A paused queue
+    -- gives nothing, as in claim.
+    WHERE q.value NOT IN (SELECT name FROM rota_queues WHERE paused)
+      AND r.id IN (
         SELECT id FROM (
             SELECT id FROM rota_runs_live INDEXED BY rota_runs_claimable
             WHERE state IN ('pending', 'retrying') AND concurrency_key IS NULL

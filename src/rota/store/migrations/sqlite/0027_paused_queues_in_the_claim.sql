@@ -1,0 +1,4 @@
+-- rota schema version 27 (SQLite): no step. PostgreSQL's plain claim is a function
+-- (migration 22) that its migration 27 replaces so that the claim statement skips a
+-- paused queue (ADR 0035); SQLite's claim statements live in sql/sqlite/claim.sql,
+-- which read rota_queues themselves, and there is nothing to change in the schema.
