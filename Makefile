@@ -72,11 +72,12 @@ format: install
 	$(BIN)/ruff check --fix $(LINTED)
 	$(BIN)/ruff format $(LINTED)
 
-# bench rewrites docs/benchmarks.md; the two after it add their own marked sections.
+# bench rewrites docs/benchmarks.md; the tools after it add their own marked sections.
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.server_cost --write
 	$(BIN)/python -m bench.defaults --write
+	$(BIN)/python -m bench.start_delay --write
 
 # The fault-injection suite (chaos/): real worker processes, a restarted PostgreSQL,
 # paused processes, a partition, skewed clocks. Writes docs/reliability.md. Not part of

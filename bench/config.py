@@ -21,7 +21,7 @@ class BenchConfig:
     latency_seconds: float = 10.0
     sustain_minutes: float = 5.0
     sustain_workers: int = 2
-    cron_schedules: int = 10_000  # (g) cron jobs firing every minute
+    cron_schedules: int = 100_000  # (g) cron jobs firing every minute (issue 25's scale)
     cron_slots: int = 3  # (g) minute boundaries measured
     api_rows: int = 1_000_000  # (h) runs in the table behind the HTTP API
     api_requests: int = 500  # (h) sequential GETs per filter
