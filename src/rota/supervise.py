@@ -2,13 +2,15 @@
 
 A background task that dies must be seen, logged, counted and restarted, never left as
 a silent reference: a heartbeat loop that ended lets every lease expire, a leader duty
-that ended stops planning for the whole cluster. Three tools, used everywhere rota
+that ended stops planning for the whole cluster. The tools, used everywhere rota
 starts such a task:
 
 - :func:`supervise` runs a body that is meant to run forever and restarts it when it
   raises, with capped exponential backoff and jitter;
 - :func:`every` runs one turn of a periodic task at its pace; a turn that raises is
   logged and counted and the next one comes sooner (backoff capped at the interval);
+- :func:`until_reachable` runs a one-off start-up step again while the store is
+  unreachable, for a bounded time;
 - :func:`cancel_and_wait` cancels a task and waits for it with a bound. A cancellation
   can be swallowed (asyncio ``wait_for`` on Python 3.11 inside a pool wait), and an
   unbounded wait for such a task wedges its caller forever.
@@ -23,18 +25,23 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
 from rota.clock import next_tick
-from rota.errors import StoreError
+from rota.errors import StoreError, StoreUnavailable
 from rota.observe import hooks
 
 log = structlog.get_logger("rota.supervise")
 # How long a cancelled background task gets to end before its canceller moves on.
 CANCEL_WAIT_SECONDS = 5.0
+# How long a node's start-up keeps trying while the database is unreachable, before the
+# process exits (`rota worker`: exit status 3): long enough for a dropped connection or
+# a database restart, short enough that a wrong address is reported within a minute.
+START_UP_RETRY_SECONDS = 30.0
 Sleep = Callable[[float], Awaitable[None]]
+T = TypeVar("T")
 
 
 class Restarts:
@@ -183,6 +190,37 @@ async def every(
             continue
         failures = 0
         await sleep(pause())
+
+
+async def until_reachable(
+    step: str,
+    body: Callable[[], Awaitable[T]],
+    restarts: Restarts,
+    *,
+    within: float,
+    backoff: Backoff = Backoff(first=0.1, cap=2.0),
+    sleep: Sleep = asyncio.sleep,
+    clock: Callable[[], float] | None = None,
+) -> T:
+    """Run a one-off ``step`` (a node's start-up: opening the store, registering) and
+    run it again while the store is unreachable, for at most ``within`` seconds; then
+    the last error is raised. A dropped connection or a database restarting during
+    start-up is a blip the node's loops would ride out a moment later, not a reason to
+    exit. Any other error is raised at once: bad settings must fail fast."""
+    now = clock or asyncio.get_running_loop().time
+    deadline = now() + within
+    failures = 0
+    while True:
+        try:
+            return await body()
+        except StoreUnavailable as exc:
+            _honour_cancellation(exc)
+            failures += 1
+            delay = backoff.delay(failures)
+            if now() + delay > deadline:
+                raise
+            _failed(step, restarts, exc, retry_in=round(delay, 3))
+            await sleep(delay)
 
 
 async def cancel_and_wait(task: asyncio.Task[Any] | None, timeout: float, name: str = "") -> bool:

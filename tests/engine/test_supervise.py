@@ -9,7 +9,16 @@ from datetime import UTC, datetime
 import pytest
 
 from rota.clock import FakeClock, next_tick
-from rota.supervise import Backoff, GaveUp, Restarts, cancel_and_wait, every, supervise
+from rota.errors import InvalidArgument, StoreUnavailable
+from rota.supervise import (
+    Backoff,
+    GaveUp,
+    Restarts,
+    cancel_and_wait,
+    every,
+    supervise,
+    until_reachable,
+)
 
 
 async def _no_wait(seconds: float) -> None:
@@ -29,6 +38,63 @@ async def test_supervise_restarts_a_failing_body_until_it_returns():
     await supervise("flaky", body, restarts, sleep=_no_wait)
     assert runs == 4
     assert restarts.snapshot() == {"flaky": 3}
+
+
+class _VirtualTime:
+    """A clock that only a sleep moves: start-up retries measured without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+async def test_a_start_up_step_is_run_again_while_the_store_is_unreachable():
+    restarts, time = Restarts(), _VirtualTime()
+    attempts = 0
+
+    async def step() -> str:
+        nonlocal attempts
+        attempts += 1
+        if attempts < 3:
+            raise StoreUnavailable("PostgreSQL is unreachable: terminating connection")
+        return "open"
+
+    opened = await until_reachable(
+        "open-store", step, restarts, within=30, sleep=time.sleep, clock=time
+    )
+    assert (opened, attempts, restarts.snapshot()) == ("open", 3, {"open-store": 2})
+    assert 0 < time.now < 1, "retried within a fraction of a second"
+
+
+async def test_a_start_up_step_gives_up_when_the_store_stays_unreachable():
+    restarts, time = Restarts(), _VirtualTime()
+
+    async def step() -> None:
+        raise StoreUnavailable("PostgreSQL is unreachable: connection refused")
+
+    with pytest.raises(StoreUnavailable):
+        await until_reachable("open-store", step, restarts, within=30, sleep=time.sleep, clock=time)
+    assert 25 < time.now <= 30, "it tried for its whole allowance, and no longer"
+    assert restarts.of("open-store") > 10
+
+
+async def test_any_other_start_up_error_is_raised_at_once():
+    attempts = 0
+
+    async def step() -> None:
+        nonlocal attempts
+        attempts += 1
+        raise InvalidArgument("database_url", "mysql://h/db", "a sqlite:// or postgresql:// URL")
+
+    with pytest.raises(InvalidArgument):
+        await until_reachable("open-store", step, Restarts(), within=30, sleep=_no_wait)
+    assert attempts == 1
 
 
 async def test_every_retries_failed_turns_and_gives_up_when_asked():

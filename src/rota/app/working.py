@@ -14,6 +14,7 @@ from rota.engine.node import Node, NodeRoles
 from rota.engine.worker import DEFAULT_CONCURRENCY, Worker, WorkerOptions
 from rota.engine.worker_http import WorkerHttp, serving
 from rota.errors import InvalidArgument
+from rota.supervise import START_UP_RETRY_SECONDS, Restarts, until_reachable
 
 
 class AppWorking(AppBase):
@@ -39,7 +40,11 @@ class AppWorking(AppBase):
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, stop.set)
             try:
-                async with serving(http, await self.store(), options.node_id):
+                # A connection dropped while the store opens (and migrates) is retried.
+                store = await until_reachable(
+                    "open-store", self.store, Restarts(), within=START_UP_RETRY_SECONDS
+                )
+                async with serving(http, store, options.node_id):
                     await self.work(stop, options)
             finally:
                 await self.aclose()

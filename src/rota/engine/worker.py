@@ -33,9 +33,11 @@ from rota.engine.worker_options import default_node_id as default_node_id
 from rota.errors import StoreError
 from rota.supervise import (
     CANCEL_WAIT_SECONDS,
+    START_UP_RETRY_SECONDS,
     cancel_and_wait,
     every,
     supervise,
+    until_reachable,
     watched,
 )
 
@@ -61,8 +63,9 @@ class Worker(ClaimLoop, Leases):
             )
         self._writer.start()
         live = self._live = LiveLogs(self.store, self._live_attempts)
-        await self._publish_handler_limits()
-        await self._register()
+        await until_reachable(
+            "start-up", self._start_up, self.restarts, within=START_UP_RETRY_SECONDS
+        )
         background = self._background(live)
         stopping = watched(stop.wait(), name="rota-stop")
         try:
@@ -98,6 +101,12 @@ class Worker(ClaimLoop, Leases):
         ]
 
     # -- the registry ---------------------------------------------------------
+    async def _start_up(self) -> None:
+        """What the worker writes before it claims: both are upserts, so a start-up
+        cut short by a dropped connection is simply run again."""
+        await self._publish_handler_limits()
+        await self._register()
+
     async def _publish_handler_limits(self) -> None:
         """Handler caps, rates and breakers are declared in code; every worker writes
         them to the store, where every claimer reads them (a cap is only as good as its
