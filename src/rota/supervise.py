@@ -36,10 +36,6 @@ from rota.observe import hooks
 log = structlog.get_logger("rota.supervise")
 # How long a cancelled background task gets to end before its canceller moves on.
 CANCEL_WAIT_SECONDS = 5.0
-# How long a node's start-up keeps trying while the database is unreachable, before the
-# process exits (`rota worker`: exit status 3): long enough for a dropped connection or
-# a database restart, short enough that a wrong address is reported within a minute.
-START_UP_RETRY_SECONDS = 30.0
 Sleep = Callable[[float], Awaitable[None]]
 T = TypeVar("T")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import datetime
@@ -129,6 +130,8 @@ def test_worker_with_database_down_exits_with_a_clear_message():
         text=True,
         timeout=60,
         cwd=REPO,
+        # It keeps trying this long first (30 s by default: a database coming up).
+        env={**os.environ, "ROTA_START_UP_RETRY_SECONDS": "1"},
     )
     assert result.returncode == 3
     assert "cannot connect to PostgreSQL at postgresql://postgres@127.0.0.1:1/none" in result.stderr

@@ -14,7 +14,7 @@ from rota.engine.node import Node, NodeRoles
 from rota.engine.worker import DEFAULT_CONCURRENCY, Worker, WorkerOptions
 from rota.engine.worker_http import WorkerHttp, serving
 from rota.errors import InvalidArgument
-from rota.supervise import START_UP_RETRY_SECONDS, Restarts, until_reachable
+from rota.supervise import Restarts, until_reachable
 
 
 class AppWorking(AppBase):
@@ -42,7 +42,10 @@ class AppWorking(AppBase):
             try:
                 # A connection dropped while the store opens (and migrates) is retried.
                 store = await until_reachable(
-                    "open-store", self.store, Restarts(), within=START_UP_RETRY_SECONDS
+                    "open-store",
+                    self.store,
+                    Restarts(),
+                    within=self.settings.start_up_retry_seconds,
                 )
                 async with serving(http, store, options.node_id):
                     await self.work(stop, options)

@@ -74,6 +74,9 @@ class Settings:
     # on every tick (SQLite, which has no notifications).
     poll_seconds: float = _from_environment("poll_seconds", 1.0)
     sqlite_poll_seconds: float = _from_environment("sqlite_poll_seconds", 0.05)
+    # A worker node starting while the database is unreachable (a dropped connection, a
+    # restart, a database still coming up) keeps trying this long before it gives up.
+    start_up_retry_seconds: float = _from_environment("start_up_retry_seconds", 30.0)
     # Linear priority aging: waiting this long is worth one priority level.
     aging_seconds: float = _from_environment("aging_seconds", 60.0)
     # Consecutive lost leases before a run counts as poison and is dead-lettered.

@@ -102,6 +102,7 @@ KINDS: dict[str, Kind] = {
     "lease_seconds": SECONDS,
     "poll_seconds": SECONDS,
     "sqlite_poll_seconds": SECONDS,
+    "start_up_retry_seconds": SECONDS,
     "aging_seconds": SECONDS,
     "poison_after": COUNT,
     "reap_interval_seconds": SECONDS,

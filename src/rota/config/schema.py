@@ -95,6 +95,7 @@ ENTRIES: tuple[Entry, ...] = (
     _engine("worker.lease_seconds", "lease_seconds"),
     _engine("worker.poll_seconds", "poll_seconds"),
     _engine("worker.sqlite_poll_seconds", "sqlite_poll_seconds"),
+    _engine("worker.start_up_retry_seconds", "start_up_retry_seconds"),
     _engine("worker.aging_seconds", "aging_seconds"),
     _engine("worker.poison_after", "poison_after"),
     _engine("worker.heartbeat_seconds", "worker_heartbeat_seconds"),

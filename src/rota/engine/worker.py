@@ -33,7 +33,6 @@ from rota.engine.worker_options import default_node_id as default_node_id
 from rota.errors import StoreError
 from rota.supervise import (
     CANCEL_WAIT_SECONDS,
-    START_UP_RETRY_SECONDS,
     cancel_and_wait,
     every,
     supervise,
@@ -64,7 +63,7 @@ class Worker(ClaimLoop, Leases):
         self._writer.start()
         live = self._live = LiveLogs(self.store, self._live_attempts)
         await until_reachable(
-            "start-up", self._start_up, self.restarts, within=START_UP_RETRY_SECONDS
+            "start-up", self._start_up, self.restarts, within=self.settings.start_up_retry_seconds
         )
         background = self._background(live)
         stopping = watched(stop.wait(), name="rota-stop")
