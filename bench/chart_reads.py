@@ -8,23 +8,37 @@ then N finished runs are written straight into history, spread evenly over the 7
 before now (3 namespaces, 20 handlers over 5 queues; 90 % succeeded, 7 % failed, 2 %
 dead-lettered, 1 % cancelled; pickup delays from under 100 ms to over 10 minutes). The
 leader's rollup is run until caught up (timed, batches counted), then every range x by
-is read ``--requests`` times, interleaved, through the use case the API and the page
-call (services.charts: the store's read plus the series built from it).
+is read ``--requests`` times, interleaved, three ways: the use case the API and the
+page call (services.charts), GET /api/v1/stats/series and the /charts page (both
+through the real ASGI app, in process: routing, auth, JSON or the template included).
+``--profile`` prints cProfile's top functions of the slowest read of each kind.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import pstats
+import re
 import statistics
 import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
+import httpx
+
 import rota
+from rota.api.auth import mint_token
+from rota.api.settings import ApiSettings
+from rota.asgi import create_api
 from rota.domain.access import Principal
 from rota.domain.charts import ChartBy, ChartRange
 from rota.services import charts as chart_service
 from rota.store.port import Store
+
+SETTINGS = ApiSettings(env="test", signing_key="bench-signing-key-0123456789abcdef-0123")
 
 WEEK = 7 * 86400
 COLUMNS = (
@@ -93,7 +107,32 @@ async def _roll_up(store: Store) -> tuple[float, int]:
     return time.perf_counter() - started, batches
 
 
-async def measure(url: str, runs: int, requests: int) -> dict[str, Any]:
+async def _signed_in(client: httpx.AsyncClient, token: str) -> None:
+    """Through the dashboard's sign-in form, as a browser would."""
+    form = await client.get("/signin")
+    found = re.search(r'name="signin_token" value="([^"]+)"', form.text)
+    assert found is not None, form.text[:300]
+    answer = await client.post(
+        "/signin", data={"credential": token, "signin_token": found[1], "next": "/"}
+    )
+    assert answer.status_code == 303, answer.text[:300]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _profiled(read: Callable[[], Awaitable[Any]]) -> None:
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(5):
+        await read()
+    profile.disable()
+    pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
+
+
+async def measure(url: str, runs: int, requests: int, profile: bool) -> dict[str, Any]:
     app = rota.App(settings=rota.Settings(database_url=url))
     store = await app.store()  # migrated
     started = time.perf_counter()
@@ -101,24 +140,50 @@ async def measure(url: str, runs: int, requests: int) -> dict[str, Any]:
     filled = time.perf_counter() - started
     rollup_seconds, batches = await _roll_up(store)
     viewer = Principal(subject="bench", kind="jwt", scopes=frozenset(), namespaces=None)
-    asked = [(r, b) for r in ChartRange for b in ChartBy]
-    samples: dict[str, list[float]] = {f"{r.value} by {b.value}": [] for r, b in asked}
-    rows: dict[str, int] = {}
-    for _ in range(requests):
-        for r, b in asked:
-            started = time.perf_counter()
-            charts = await chart_service.charts(store, viewer, r, b)
-            samples[f"{r.value} by {b.value}"].append((time.perf_counter() - started) * 1000)
-            rows[f"{r.value} by {b.value}"] = sum(s.finished for s in charts.series)
-    again_seconds, _ = await _roll_up(store)  # a caught-up turn: one batch
-    app.close()
+    token = mint_token(SETTINGS, "bench", datetime.now(UTC), scopes=("jobs:read",))
+    api = create_api(app, SETTINGS)
+    transport = httpx.ASGITransport(app=api)
+    async with (
+        api.router.lifespan_context(api),
+        httpx.AsyncClient(transport=transport, base_url="http://rota.test") as client,
+    ):
+        await _signed_in(client, token)
+        bearer = {"Authorization": f"Bearer {token}"}
+
+        def reads(r: ChartRange, b: ChartBy) -> dict[str, Callable[[], Awaitable[Any]]]:
+            query = {"range": r.value, "by": b.value}
+            return {
+                "use case": lambda: chart_service.charts(store, viewer, r, b),
+                "api": lambda: client.get("/api/v1/stats/series", params=query, headers=bearer),
+                "page": lambda: client.get("/charts", params=query),
+            }
+
+        asked = {f"{r.value} by {b.value}": reads(r, b) for r in ChartRange for b in ChartBy}
+        samples: dict[str, list[float]] = {
+            f"{name} {kind}": [] for name, kinds in asked.items() for kind in kinds
+        }
+        for _ in range(requests):
+            for name, kinds in asked.items():
+                for kind, read in kinds.items():
+                    started = time.perf_counter()
+                    answer = await read()
+                    samples[f"{name} {kind}"].append((time.perf_counter() - started) * 1000)
+                    if isinstance(answer, httpx.Response):
+                        assert answer.status_code == 200, answer.text[:300]
+        sizes = {name: len((await kinds["api"]()).content) for name, kinds in asked.items()}
+        if profile:
+            for kind in ("use case", "api", "page"):
+                print(f"--- {url.split(':')[0]}: 7d by handler, {kind}", flush=True)
+                await _profiled(asked["7d by handler"][kind])
+        again_seconds, _ = await _roll_up(store)  # a caught-up turn: one batch
     return {
         "fill_seconds": round(filled, 1),
         "rollup_seconds": round(rollup_seconds, 1),
         "rollup_batches": batches,
         "caught_up_turn_ms": round(again_seconds * 1000, 1),
         "median_ms": {k: round(statistics.median(v), 1) for k, v in samples.items()},
-        "runs_in_range": rows,
+        "p99_ms": {k: round(_percentile(v, 0.99), 1) for k, v in samples.items()},
+        "api_body_bytes": sizes,
     }
 
 
@@ -127,9 +192,11 @@ def main() -> None:
     parser.add_argument("urls", nargs="+")
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=21)
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     for url in args.urls:
-        print(url.split(":")[0], asyncio.run(measure(url, args.runs, args.requests)), flush=True)
+        result = asyncio.run(measure(url, args.runs, args.requests, args.profile))
+        print(url.split(":")[0], result, flush=True)
 
 
 if __name__ == "__main__":

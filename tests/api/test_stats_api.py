@@ -1,5 +1,6 @@
 """GET /api/v1/stats/series: the charts' series from the leader's rollup, only of the
-namespaces the caller reaches; a bad range or by is a 422 naming it and what is allowed."""
+namespaces the caller reaches, the top ones apart and the others summed; a bad range,
+by or top is a 422 naming it and what is allowed."""
 
 from __future__ import annotations
 
@@ -67,9 +68,35 @@ async def test_series_per_handler_of_the_namespaces_the_caller_reaches(
         "/api/v1/stats/series", params={"range": "7d"}, headers=auth(scopes=("jobs:read",))
     )
     assert [(s["namespace"], s["key"]) for s in everyone.json()["series"]] == [
-        ("default", "default"),
+        ("default", "default"),  # most runs first
         ("secret", "default"),
     ]
+    assert everyone.json()["other"] is None
+
+
+async def test_past_the_top_the_series_come_summed_as_other(
+    client: httpx.AsyncClient, auth: Token, store: Store
+) -> None:
+    await _rolled_up(store)
+    response = await client.get(
+        "/api/v1/stats/series", params={"top": 1}, headers=auth(scopes=("jobs:read",))
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["top"] == 1
+    assert [(s["namespace"], s["finished"]) for s in body["series"]] == [("default", 2)]
+    other = body["other"]
+    assert (other["keys"], other["finished"], other["failures"], len(other["points"])) == (
+        1,
+        1,
+        0,
+        60,
+    )
+    everything = await client.get(
+        "/api/v1/stats/series", params={"top": 0}, headers=auth(scopes=("jobs:read",))
+    )
+    assert everything.json()["series"] == []
+    assert sum(p["finished"] for p in everything.json()["other"]["points"]) == 3
 
 
 @pytest.mark.parametrize(
@@ -77,6 +104,8 @@ async def test_series_per_handler_of_the_namespaces_the_caller_reaches(
     [
         ({"range": "2h"}, "invalid range: '2h'; expected one of '1h', '24h', '7d'"),
         ({"by": "worker"}, "invalid by: 'worker'; expected one of 'queue', 'handler'"),
+        ({"top": "101"}, "invalid request: query.top: Input should be less than or equal to 100"),
+        ({"top": "-1"}, "invalid request: query.top: Input should be greater than or equal to 0"),
     ],
 )
 async def test_a_bad_value_is_a_problem_naming_it_and_what_is_allowed(

@@ -47,6 +47,11 @@ async def test_charts_of_what_the_viewer_reaches(signed_in: SignedIn, rota_app: 
     one = (await client.get("/charts?range=7d&by=handler&key=default/export")).text
     assert '<option value="default/export" selected>' in one
     assert '<tr><th scope="row">01-01 12:00</th><td>1</td><td>0</td></tr>' in one
+    # A key gone, unknown or out of reach: every handler, summed.
+    for key in ("default/gone", "elsewhere/secret-handler", "no-slash"):
+        every = (await client.get(f"/charts?range=7d&by=handler&key={key}")).text
+        assert '<option value="" selected>every handler</option>' in every, key
+        assert '<tr><th scope="row">01-01 12:00</th><td>2</td><td>1</td></tr>' in every, key
 
 
 async def test_a_bad_range_is_a_page_naming_it(signed_in: SignedIn) -> None:

@@ -12,12 +12,13 @@ from rota.domain.charts import (
     CHART_HOURS_KEEP,
     CHART_MINUTES_KEEP,
     CHART_RECOUNT,
-    ChartCount,
+    ChartBar,
+    ChartKey,
     ChartRange,
     chart_batch,
+    chart_read,
     chart_window,
     delay_quantile,
-    series,
 )
 
 NOW = datetime(2030, 1, 8, 12, 10, 30, tzinfo=UTC)
@@ -78,19 +79,19 @@ def test_delay_quantiles_are_the_bucket_bounds() -> None:
     assert delay_quantile((0, 0, 0, 0, 0, 3), 0.99) == 600.0  # the open bucket: at least
 
 
-def test_series_fill_every_bar_and_sum_failures() -> None:
+def test_series_fill_every_bar_in_plain_lists_and_rank_their_keys() -> None:
     window = chart_window(ChartRange.HOUR, SETTLED)
-    start = window.since
-    counts = [
-        ChartCount(start, "ns", "q", 4, 3, 1, 1.5, (2, 2, 0, 0, 0, 0)),
-        ChartCount(start - timedelta(hours=2), "ns", "q", 9, 0, 9, 0.0, (0,) * 6),
+    keys = [ChartKey("ns", "q", 4, 1), ChartKey("ns", "r", 2, 0)]
+    bars: list[ChartBar] = [
+        (0, 1, 4, 3, 1, 1.5, (2, 2, 0, 0, 0, 0)),
+        (59, 0, 2, 2, 0, 0.0, (0,) * 6),
+        (-1, 1, 9, 0, 9, 0.0, (0,) * 6),  # a row outside the window is left out
     ]
-    [only] = series(counts, window)
-    assert len(only.points) == 60
-    assert (only.finished, only.failures) == (4, 1)
-    first = only.points[0]
-    assert first.started == 4
-    assert first.delay_mean == pytest.approx(0.375)
-    assert first.delay_p50 == 0.1
-    assert first.delay_p99 == 1.0
-    assert only.points[1].delay_mean is None
+    read = chart_read(window, keys, bars, top=1)
+    [only] = read.series
+    assert (only.namespace, only.key, len(only.finished)) == ("ns", "q", 60)
+    assert (sum(only.finished), sum(only.failures)) == (4, 1)
+    assert only.started[:2] == [4, 0]
+    assert only.delay_mean[:2] == [pytest.approx(0.375), None]
+    assert (only.delay_p50[0], only.delay_p99[0]) == (0.1, 1.0)
+    assert (read.rest.key, read.rest.finished[59], sum(read.rest.finished)) == ("", 2, 2)

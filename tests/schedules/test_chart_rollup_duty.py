@@ -11,7 +11,7 @@ import psycopg
 
 from rota.clock import FakeClock
 from rota.config import Settings
-from rota.domain.charts import ChartBy, ChartRange
+from rota.domain.charts import ChartAsk, ChartBy, ChartRange
 from rota.engine.housekeeping import Housekeeper
 from rota.store.port import Store
 
@@ -40,16 +40,17 @@ async def test_the_duty_rolls_up_and_prunes_what_is_older_than_kept(
     await store.complete([succeeded(claimed)], NOW - timedelta(minutes=9))
     keeper = Housekeeper(store, Settings(database_url=db_url), clock)
     await keeper.count_finished()
-    window, counts = await store.chart_counts(ChartRange.HOUR, ChartBy.HANDLER)
-    assert window is not None
-    assert window.until == NOW - timedelta(minutes=1)
-    assert [(c.key, c.count) for c in counts] == [("report", 1)]
+    read = await store.chart_read(ChartAsk(ChartRange.HOUR, ChartBy.HANDLER))
+    assert read is not None
+    assert read.window.until == NOW - timedelta(minutes=1)
+    assert [(k.key, k.finished) for k in read.keys] == [("report", 1)]
     assert [_rows(db_url, f"rota_chart_{t}") for t in ("minutes", "quarters", "hours")] == [1, 1, 1]
     clock.advance(days=2)  # the minute is past 25 hours; its hour is kept
     await keeper.count_finished()
     assert [_rows(db_url, f"rota_chart_{t}") for t in ("minutes", "quarters", "hours")] == [0, 0, 1]
-    _, week = await store.chart_counts(ChartRange.WEEK, ChartBy.HANDLER)
-    assert [(c.key, c.count) for c in week] == [("report", 1)]
+    week = await store.chart_read(ChartAsk(ChartRange.WEEK, ChartBy.HANDLER))
+    assert week is not None
+    assert [(k.key, k.finished) for k in week.keys] == [("report", 1)]
     clock.advance(days=6, hours=2)  # past eight days: the hour goes too
     await keeper.count_finished()
     assert _rows(db_url, "rota_chart_hours") == 0

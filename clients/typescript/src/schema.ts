@@ -708,7 +708,8 @@ export interface paths {
         /**
          * Series
          * @description Throughput, failures and pickup delay per bar, one series per queue or handler
-         *     (counted by the leader a minute or two behind; never read from history).
+         *     of the top ones by runs finished and one of the others summed (counted by the
+         *     leader a minute or two behind; never read from history).
          */
         get: operations["series"];
         put?: never;
@@ -1962,6 +1963,20 @@ export interface components {
          * @enum {string}
          */
         MisfirePolicy: "fire_now" | "skip" | "run_all";
+        /** OtherSeries */
+        OtherSeries: {
+            /** Failures */
+            failures: number;
+            /** Finished */
+            finished: number;
+            /**
+             * Keys
+             * @description How many queues (or handlers) are summed here.
+             */
+            keys: number;
+            /** Points */
+            points: components["schemas"]["SeriesPoint"][];
+        };
         /**
          * OverlapPolicy
          * @description What to do when a slot comes due while earlier runs of the schedule are not done.
@@ -2312,18 +2327,28 @@ export interface components {
              * @description The pickup-delay buckets' upper bounds (the last is open above).
              */
             delay_bounds_seconds: number[];
+            /** @description Every queue or handler past the top summed per bar; null if none. */
+            other: components["schemas"]["OtherSeries"] | null;
             /**
              * Range
              * @enum {string}
              */
             range: "1h" | "24h" | "7d";
-            /** Series */
+            /**
+             * Series
+             * @description The top queues or handlers, most runs first.
+             */
             series: components["schemas"]["SeriesOut"][];
             /**
              * Since
              * @description Where the first bar starts.
              */
             since: string | null;
+            /**
+             * Top
+             * @description At most this many series apart, by runs finished.
+             */
+            top: number;
         };
         /** SubscriptionCreate */
         SubscriptionCreate: {
@@ -6418,6 +6443,8 @@ export interface operations {
                 range?: "1h" | "24h" | "7d";
                 /** @description One series per namespace and queue, or per namespace and handler. */
                 by?: "queue" | "handler";
+                /** @description How many queues or handlers apart, by runs finished; the rest come summed as other (0: all of them summed). */
+                top?: number;
             };
             header?: never;
             path?: never;

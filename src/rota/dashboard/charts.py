@@ -1,16 +1,17 @@
 """The Charts page (issue 29): throughput, failures and pickup delay over 1 h, 24 h or
 7 d, for every queue or handler the viewer reaches or one of them; read through the same
 use case as GET /api/v1/stats/series, drawn as inline SVG with each chart's numbers in a
-table beside it."""
+table beside it. The page draws one series, every key summed or the one chosen, so it
+asks the database for exactly that (top=0): one value a bar, whatever the keys."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from rota.domain.access import Principal
-from rota.domain.charts import DELAY_BOUNDS, ChartPoint, ChartRange, combined
+from rota.domain.charts import DELAY_BOUNDS, ChartRange, ChartSeries, ChartWindow
 from rota.services import charts as chart_service
 from rota.services.charts import Charts
 from rota.store.port import Store
@@ -28,7 +29,13 @@ class Bar:
     x: float
     width: float
     label: str  # the bar's start, as the table says it
-    point: ChartPoint
+    finished: int
+    succeeded: int
+    failures: int
+    started: int
+    delay_mean: float | None
+    delay_p50: float | None
+    delay_p99: float | None
     finished_h: float
     failures_h: float
     p50_h: float
@@ -59,24 +66,51 @@ def _label(at: datetime, chart_range: ChartRange) -> str:
     return at.strftime("%m-%d %H:%M" if chart_range is ChartRange.WEEK else "%H:%M")
 
 
-def _bars(points: list[ChartPoint], chart_range: ChartRange) -> tuple[list[Bar], int, int]:
-    peak = max([1, *(p.finished for p in points)])
-    peak_failures = max([1, *(p.failures for p in points)])
-    step = CHART_WIDTH / max(1, len(points))
+def _bars(
+    one: ChartSeries | None, window: ChartWindow | None, chart_range: ChartRange
+) -> tuple[list[Bar], int, int]:
+    if one is None or window is None:
+        return [], 1, 1
+    peak = max([1, *one.finished])
+    peak_failures = max([1, *one.failures])
+    step = CHART_WIDTH / window.bars
+    width = round(max(step * 0.8, 1.0), 2)
+    bucket = timedelta(seconds=window.bucket_seconds)
+    columns = zip(
+        one.finished,
+        one.succeeded,
+        one.failures,
+        one.started,
+        one.delay_mean,
+        one.delay_p50,
+        one.delay_p99,
+        strict=True,
+    )
     bars = [
         Bar(
             x=round(i * step, 2),
-            width=round(max(step * 0.8, 1.0), 2),
-            label=_label(p.at, chart_range),
-            point=p,
-            finished_h=round(p.finished / peak * CHART_HEIGHT, 1),
-            failures_h=round(p.failures / peak_failures * CHART_HEIGHT, 1),
-            p50_h=_delay_height(p.delay_p50),
-            p99_h=_delay_height(p.delay_p99),
+            width=width,
+            label=_label(window.since + bucket * i, chart_range),
+            finished=finished,
+            succeeded=succeeded,
+            failures=failures,
+            started=started,
+            delay_mean=mean,
+            delay_p50=p50,
+            delay_p99=p99,
+            finished_h=round(finished / peak * CHART_HEIGHT, 1),
+            failures_h=round(failures / peak_failures * CHART_HEIGHT, 1),
+            p50_h=_delay_height(p50),
+            p99_h=_delay_height(p99),
         )
-        for i, p in enumerate(points)
+        for i, (finished, succeeded, failures, started, mean, p50, p99) in enumerate(columns)
     ]
     return bars, peak, peak_failures
+
+
+def _only(chosen: str) -> tuple[str, str] | None:
+    namespace, slash, key = chosen.partition("/")
+    return (namespace, key) if slash else None
 
 
 async def charts_view(
@@ -84,11 +118,13 @@ async def charts_view(
 ) -> ChartsView:
     chart_range = chart_service.parse_range(range_text)
     by = chart_service.parse_by(by_text)
-    charts = await chart_service.charts(store, principal, chart_range, by)
-    choices = [(f"{s.namespace}/{s.key}", f"{s.key} ({s.namespace})") for s in charts.series]
-    picked = [s for s in charts.series if f"{s.namespace}/{s.key}" == chosen]
-    if not picked:
-        chosen, picked = ALL, charts.series  # unknown or gone: every series, summed
-    points = [] if charts.window is None else combined(picked, charts.window)
-    bars, peak, peak_failures = _bars(points, chart_range)
-    return ChartsView(charts, chosen, choices, bars, peak, peak_failures)
+    only = _only(chosen)
+    charts = await chart_service.charts(store, principal, chart_range, by, top=0, only=only)
+    if only is not None and not any((k.namespace, k.key) == only for k in charts.keys):
+        # Unknown, gone or out of reach: every key, summed.
+        charts = await chart_service.charts(store, principal, chart_range, by, top=0)
+        only = None
+    choices = [(f"{k.namespace}/{k.key}", f"{k.key} ({k.namespace})") for k in charts.keys]
+    choices.sort()  # by name, as a selector reads; keys come most runs first
+    bars, peak, peak_failures = _bars(charts.rest, charts.window, chart_range)
+    return ChartsView(charts, chosen if only else ALL, choices, bars, peak, peak_failures)

@@ -140,59 +140,76 @@ def chart_window(chart_range: ChartRange, counted_until: datetime) -> ChartWindo
     return ChartWindow(since=since, until=counted_until, bucket_seconds=bucket, bars=bars)
 
 
-@dataclass(frozen=True)
-class ChartCount:
-    """One row of a chart read: runs of one namespace's queue (or handler) that finished
-    in the bar from ``bucket_start``, how many succeeded and how many ended in one of
-    FAILURE_STATES; of those that started, the sum of their pickup delays and how many
-    fell in each DELAY_BOUNDS bucket."""
+CHART_TOP = 10  # series drawn apart by default; every other key is summed into one
+CHART_TOP_MAX = 100
 
-    bucket_start: datetime
+
+@dataclass(frozen=True)
+class ChartAsk:
+    """What a chart reads: ``range`` per ``by``, of the ``namespaces`` the caller
+    reaches (None: every one). The ``top`` keys by runs finished come apart, every
+    other key summed into one series (``top=0``: everything summed, the page's "every
+    queue"); ``only`` (namespace, key) sums that key alone instead of the others."""
+
+    chart_range: ChartRange
+    by: ChartBy
+    namespaces: frozenset[str] | None = None
+    top: int = CHART_TOP
+    only: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class ChartKey:
+    """A namespace's queue (or handler) and the runs of it that finished in the window."""
+
     namespace: str
     key: str
-    count: int
-    succeeded: int
+    finished: int
     failures: int
-    delay_sum: float
-    delay_buckets: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class ChartPoint:
-    at: datetime
-    finished: int = 0
-    succeeded: int = 0
-    failures: int = 0
-    started: int = 0  # finished runs that had started: those with a pickup delay
-    delay_sum: float = 0.0
-    delay_buckets: tuple[int, ...] = (0,) * DELAY_BUCKETS
-
-    @property
-    def delay_mean(self) -> float | None:
-        return self.delay_sum / self.started if self.started else None
-
-    @property
-    def delay_p50(self) -> float | None:
-        return delay_quantile(self.delay_buckets, 0.5)
-
-    @property
-    def delay_p99(self) -> float | None:
-        return delay_quantile(self.delay_buckets, 0.99)
 
 
 @dataclass(frozen=True)
 class ChartSeries:
+    """One chart line, a plain list per measure with one value a bar (zero when nothing
+    finished): runs finished, succeeded, ended in one of FAILURE_STATES; of those that
+    started, the sum of their pickup delays and how many fell in each DELAY_BOUNDS
+    bucket. ``namespace`` and ``key`` are "" for the sum of other keys."""
+
     namespace: str
     key: str
-    points: list[ChartPoint]
+    finished: list[int]
+    succeeded: list[int]
+    failures: list[int]
+    delay_sum: list[float]
+    delay_buckets: list[tuple[int, ...]]
 
     @property
-    def finished(self) -> int:
-        return sum(p.finished for p in self.points)
+    def started(self) -> list[int]:
+        return [sum(b) for b in self.delay_buckets]
 
     @property
-    def failures(self) -> int:
-        return sum(p.failures for p in self.points)
+    def delay_mean(self) -> list[float | None]:
+        return [s / n if n else None for s, n in zip(self.delay_sum, self.started, strict=True)]
+
+    @property
+    def delay_p50(self) -> list[float | None]:
+        return [delay_quantile(b, 0.5) for b in self.delay_buckets]
+
+    @property
+    def delay_p99(self) -> list[float | None]:
+        return [delay_quantile(b, 0.99) for b in self.delay_buckets]
+
+
+@dataclass(frozen=True)
+class ChartRead:
+    """A chart's answer: every key the caller reaches, most runs finished first; the
+    series of the top ones in that order; and ``rest``, every other key summed (or the
+    one key asked for)."""
+
+    window: ChartWindow
+    keys: list[ChartKey]
+    series: list[ChartSeries]
+    rest: ChartSeries
 
 
 def delay_quantile(buckets: tuple[int, ...], q: float) -> float | None:
@@ -211,59 +228,33 @@ def delay_quantile(buckets: tuple[int, ...], q: float) -> float | None:
     return DELAY_BOUNDS[-1]
 
 
-def _plus(point: ChartPoint, other: ChartPoint) -> ChartPoint:
-    return ChartPoint(
-        at=point.at,
-        finished=point.finished + other.finished,
-        succeeded=point.succeeded + other.succeeded,
-        failures=point.failures + other.failures,
-        started=point.started + other.started,
-        delay_sum=point.delay_sum + other.delay_sum,
-        delay_buckets=tuple(
-            a + b for a, b in zip(point.delay_buckets, other.delay_buckets, strict=True)
-        ),
+# One bar of a series as the store reads it: (bar index, series: a key's rank or 0 for
+# the rest, finished, succeeded, failures, delay sum, the delay buckets).
+ChartBar = tuple[int, int, int, int, int, float, tuple[int, ...]]
+_NO_DELAYS = (0,) * DELAY_BUCKETS
+
+
+def _empty(namespace: str, key: str, bars: int) -> ChartSeries:
+    return ChartSeries(
+        namespace, key, [0] * bars, [0] * bars, [0] * bars, [0.0] * bars, [_NO_DELAYS] * bars
     )
 
 
-def _point(c: ChartCount) -> ChartPoint:
-    return ChartPoint(
-        at=c.bucket_start,
-        finished=c.count,
-        succeeded=c.succeeded,
-        failures=c.failures,
-        started=sum(c.delay_buckets),
-        delay_sum=c.delay_sum,
-        delay_buckets=c.delay_buckets,
-    )
-
-
-def combined(all_series: Iterable[ChartSeries], window: ChartWindow) -> list[ChartPoint]:
-    """Every series summed bar by bar (the chart of "all queues")."""
-    points = [
-        ChartPoint(at=window.since + timedelta(seconds=window.bucket_seconds * i))
-        for i in range(window.bars)
-    ]
-    for one in all_series:
-        points = [_plus(a, b) for a, b in zip(points, one.points, strict=True)]
-    return points
-
-
-def series(counts: Iterable[ChartCount], window: ChartWindow) -> list[ChartSeries]:
-    """One series per namespace and key, every bar of the window present (zero when
-    nothing finished), ordered by namespace and key. A read has one row per bar."""
-    starts = [
-        window.since + timedelta(seconds=window.bucket_seconds * i) for i in range(window.bars)
-    ]
-    index = {at: i for i, at in enumerate(starts)}
-    zeros = [ChartPoint(at=at) for at in starts]  # frozen: every series shares them
-    grouped: dict[tuple[str, str], list[ChartPoint]] = {}
-    for c in counts:
-        i = index.get(c.bucket_start)
-        if i is None:
-            continue  # outside the window (a rollup row newer than its cursor)
-        points = grouped.get((c.namespace, c.key))
-        if points is None:
-            points = grouped[(c.namespace, c.key)] = list(zeros)
-        point = _point(c)
-        points[i] = point if points[i] is zeros[i] else _plus(points[i], point)
-    return [ChartSeries(ns, key, points) for (ns, key), points in sorted(grouped.items())]
+def chart_read(
+    window: ChartWindow, keys: list[ChartKey], bars: Iterable[ChartBar], top: int
+) -> ChartRead:
+    """The series from the store's sums, one value a bar (a bar outside the window, a
+    rollup row newer than its cursor, is left out). ``keys`` is in rank order: the
+    series of rank r is keys[r - 1]."""
+    apart = [_empty(k.namespace, k.key, window.bars) for k in keys[:top]]
+    rest = _empty("", "", window.bars)
+    for bar, rank, finished, succeeded, failures, delay_sum, delays in bars:
+        if not 0 <= bar < window.bars:
+            continue
+        one = apart[rank - 1] if 0 < rank <= len(apart) else rest
+        one.finished[bar] = finished
+        one.succeeded[bar] = succeeded
+        one.failures[bar] = failures
+        one.delay_sum[bar] = delay_sum
+        one.delay_buckets[bar] = delays
+    return ChartRead(window, keys, apart, rest)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from rota.domain.access import ApiKey, AuditEntry, AuditQuery, NewApiKey, NewAuditEntry
 from rota.domain.breakers import Breaker, BreakerRow, Transition
-from rota.domain.charts import ChartBatch, ChartBy, ChartCount, ChartRange, ChartWindow
+from rota.domain.charts import ChartAsk, ChartBatch, ChartRead
 from rota.domain.jobs import Job, JobAdvance, JobSpec, RecentStart, UnreadableJob
 from rota.domain.limits import Limit
 from rota.domain.queues import QueueControl
@@ -365,10 +365,9 @@ class Store(Protocol):
         """The leader's duty: one bounded, idempotent transaction of the charts' rollup
         (domain.charts.chart_batch); call again until it is ``caught_up``."""
 
-    async def chart_counts(
-        self, chart_range: ChartRange, by: ChartBy
-    ) -> tuple[ChartWindow | None, list[ChartCount]]:
-        """The charts' bars, from the rollup only; (None, []) before its first count."""
+    async def chart_read(self, ask: ChartAsk) -> ChartRead | None:
+        """A chart's keys and series, summed in the database from the rollup only (the
+        level whose rows are the range's bars); None before its first count."""
 
     async def create_api_key(self, key: NewApiKey, now: datetime | None) -> ApiKey: ...
 

@@ -11,7 +11,7 @@ from rota.api.auth import Reader
 from rota.api.context import StoreDep
 from rota.api.problems import AUTHENTICATED, responses
 from rota.api.schemas.stats import StatsSeries
-from rota.domain.charts import ChartBy, ChartRange
+from rota.domain.charts import CHART_TOP, CHART_TOP_MAX, ChartBy, ChartRange
 from rota.services import charts as chart_service
 
 router = APIRouter(prefix="/api/v1", tags=["stats"])
@@ -32,15 +32,29 @@ ByQuery = Annotated[
         json_schema_extra={"enum": [b.value for b in ChartBy]},
     ),
 ]
+TopQuery = Annotated[
+    int,
+    Query(
+        description="How many queues or handlers apart, by runs finished; the rest come "
+        "summed as other (0: all of them summed).",
+        ge=0,
+        le=CHART_TOP_MAX,
+    ),
+]
 
 
 @router.get("/stats/series", responses=responses(*AUTHENTICATED))
 async def series(
-    principal: Reader, store: StoreDep, range: RangeQuery = "1h", by: ByQuery = "queue"
+    principal: Reader,
+    store: StoreDep,
+    range: RangeQuery = "1h",
+    by: ByQuery = "queue",
+    top: TopQuery = CHART_TOP,
 ) -> StatsSeries:
     """Throughput, failures and pickup delay per bar, one series per queue or handler
-    (counted by the leader a minute or two behind; never read from history)."""
+    of the top ones by runs finished and one of the others summed (counted by the
+    leader a minute or two behind; never read from history)."""
     charts = await chart_service.charts(
-        store, principal, chart_service.parse_range(range), chart_service.parse_by(by)
+        store, principal, chart_service.parse_range(range), chart_service.parse_by(by), top
     )
-    return StatsSeries.of(charts)
+    return StatsSeries.of(charts, top)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from rota.domain.charts import DELAY_BOUNDS, ChartPoint, ChartSeries
+from rota.domain.charts import DELAY_BOUNDS, ChartSeries, ChartWindow
 from rota.services.charts import Charts
 
 
@@ -25,18 +25,34 @@ class SeriesPoint(BaseModel):
         description="Estimated likewise; the top bound means that long or longer."
     )
 
-    @classmethod
-    def of(cls, point: ChartPoint) -> SeriesPoint:
-        return cls(
-            at=point.at,
-            finished=point.finished,
-            failures=point.failures,
-            succeeded=point.succeeded,
-            started=point.started,
-            delay_mean_seconds=point.delay_mean,
-            delay_p50_seconds=point.delay_p50,
-            delay_p99_seconds=point.delay_p99,
+
+def _points(one: ChartSeries, window: ChartWindow) -> list[SeriesPoint]:
+    """The series' columns, a point a bar."""
+    step = timedelta(seconds=window.bucket_seconds)
+    return [
+        SeriesPoint(
+            at=window.since + step * i,
+            finished=finished,
+            failures=failures,
+            succeeded=succeeded,
+            started=started,
+            delay_mean_seconds=mean,
+            delay_p50_seconds=p50,
+            delay_p99_seconds=p99,
         )
+        for i, (finished, failures, succeeded, started, mean, p50, p99) in enumerate(
+            zip(
+                one.finished,
+                one.failures,
+                one.succeeded,
+                one.started,
+                one.delay_mean,
+                one.delay_p50,
+                one.delay_p99,
+                strict=True,
+            )
+        )
+    ]
 
 
 class SeriesOut(BaseModel):
@@ -46,15 +62,12 @@ class SeriesOut(BaseModel):
     failures: int
     points: list[SeriesPoint]
 
-    @classmethod
-    def of(cls, one: ChartSeries) -> SeriesOut:
-        return cls(
-            namespace=one.namespace,
-            key=one.key,
-            finished=one.finished,
-            failures=one.failures,
-            points=[SeriesPoint.of(p) for p in one.points],
-        )
+
+class OtherSeries(BaseModel):
+    keys: int = Field(description="How many queues (or handlers) are summed here.")
+    finished: int
+    failures: int
+    points: list[SeriesPoint]
 
 
 class StatsSeries(BaseModel):
@@ -69,11 +82,41 @@ class StatsSeries(BaseModel):
     delay_bounds_seconds: list[float] = Field(
         description="The pickup-delay buckets' upper bounds (the last is open above)."
     )
-    series: list[SeriesOut]
+    top: int = Field(description="At most this many series apart, by runs finished.")
+    series: list[SeriesOut] = Field(description="The top queues or handlers, most runs first.")
+    other: OtherSeries | None = Field(
+        description="Every queue or handler past the top summed per bar; null if none."
+    )
 
     @classmethod
-    def of(cls, charts: Charts) -> StatsSeries:
+    def of(cls, charts: Charts, top: int) -> StatsSeries:
         window = charts.window
+        shown = charts.keys[:top]
+        others = charts.keys[top:]
+        series = (
+            []
+            if window is None
+            else [
+                SeriesOut(
+                    namespace=k.namespace,
+                    key=k.key,
+                    finished=k.finished,
+                    failures=k.failures,
+                    points=_points(one, window),
+                )
+                for k, one in zip(shown, charts.series, strict=True)
+            ]
+        )
+        other = (
+            None
+            if window is None or charts.rest is None or not others
+            else OtherSeries(
+                keys=len(others),
+                finished=sum(k.finished for k in others),
+                failures=sum(k.failures for k in others),
+                points=_points(charts.rest, window),
+            )
+        )
         return cls(
             range=charts.chart_range.value,
             by=charts.by.value,
@@ -81,5 +124,7 @@ class StatsSeries(BaseModel):
             since=None if window is None else window.since,
             counted_until=charts.counted_until,
             delay_bounds_seconds=list(DELAY_BOUNDS),
-            series=[SeriesOut.of(s) for s in charts.series],
+            top=top,
+            series=series,
+            other=other,
         )

@@ -1,5 +1,6 @@
 """The one SQL store: the charts' rollup (domain/charts.py says which minutes a batch
-counts and which bars a chart reads; the SQL is in sql/<dialect>/charts.sql)."""
+counts and which bars a chart reads; the SQL is in sql/<dialect>/charts.sql). One read,
+chart_read, serves every range: the range names the rollup level it reads."""
 
 from __future__ import annotations
 
@@ -8,28 +9,28 @@ from datetime import datetime
 from typing import Any
 
 from rota.domain.charts import (
+    ChartAsk,
+    ChartBar,
     ChartBatch,
-    ChartBy,
-    ChartCount,
-    ChartRange,
-    ChartWindow,
+    ChartKey,
+    ChartRead,
     chart_batch,
+    chart_read,
     chart_window,
 )
 from rota.store.core.base import CoreBase
 from rota.store.dialect import Session
 
 
-def chart_count_from_row(row: dict[str, Any]) -> ChartCount:
-    return ChartCount(
-        bucket_start=row["bucket_start"],
-        namespace=row["namespace"],
-        key=row["key"],
-        count=int(row["count"]),
-        succeeded=int(row["succeeded"]),
-        failures=int(row["failures"]),
-        delay_sum=float(row["waited_sum"]),
-        delay_buckets=(
+def _bar(row: dict[str, Any]) -> ChartBar:
+    return (
+        row["bar"],
+        row["series"],
+        int(row["finished"]),
+        int(row["succeeded"]),
+        int(row["failures"]),
+        float(row["waited_sum"]),
+        (
             int(row["waited_100ms"]),
             int(row["waited_1s"]),
             int(row["waited_10s"]),
@@ -71,20 +72,31 @@ class CoreCharts(CoreBase):
             return dataclasses.replace(batch, caught_up=True)  # nothing more this turn
         return batch
 
-    async def chart_counts(
-        self, chart_range: ChartRange, by: ChartBy
-    ) -> tuple[ChartWindow | None, list[ChartCount]]:
+    async def chart_read(self, ask: ChartAsk) -> ChartRead | None:
         counted = await self._d.rows("chart_counted_until", {})
         if not counted:
-            return None, []
-        window = chart_window(chart_range, counted[0]["counted_until"])
+            return None
+        window = chart_window(ask.chart_range, counted[0]["counted_until"])
+        only_namespace, only_key = ask.only or (None, None)
         rows = await self._d.rows(
-            f"chart_{chart_range.rollup}",
+            "chart_read",
             {
+                # The level is a fixed word of the range, never the caller's text.
+                "rollup": ask.chart_range.rollup,
                 "since": window.since,
                 "until": window.until,
                 "bucket": window.bucket_seconds,
-                "by": by.value,
+                "by": ask.by.value,
+                "namespaces": None if ask.namespaces is None else sorted(ask.namespaces),
+                "top": ask.top,
+                "only_namespace": only_namespace,
+                "only_key": only_key,
             },
         )
-        return window, [chart_count_from_row(row) for row in rows]
+        # The keys come first in rank order (bar NULL), then the bars.
+        keys = [
+            ChartKey(r["namespace"], r["key"], int(r["finished"]), int(r["failures"]))
+            for r in sorted((r for r in rows if r["bar"] is None), key=lambda r: r["series"])
+        ]
+        bars = [_bar(r) for r in rows if r["bar"] is not None]
+        return chart_read(window, keys, bars, ask.top)

@@ -1,4 +1,4 @@
--- The charts' rollup (domain/charts.py, migration 0024): the leader's batches and the
+-- The charts' rollup (domain/charts.py, migration 0025): the leader's batches and the
 -- charts' reads. Runs are read from history only; a chart reads only the rollup.
 
 -- name: chart_counted_until
@@ -89,63 +89,68 @@ GROUP BY 1, namespace, queue, handler, state;
 INSERT INTO rota_chart_rollup (id, counted_until) VALUES (1, %(until)s::timestamptz)
 ON CONFLICT (id) DO UPDATE SET counted_until = excluded.counted_until;
 
--- name: chart_minutes
--- A chart's bars from the minutes in [since, until), per namespace and queue (or
--- handler, by). The failure states are domain.charts.FAILURE_STATES (a test pins them).
-SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s)
-           AS bucket_start,
-       namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END AS key,
-       sum(count)::bigint AS count,
-       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END)::bigint AS succeeded,
+-- name: chart_read
+-- A chart's read, one query for every range: rollup names the level whose rows are
+-- its bars ('minutes', 'quarters' or 'hours': the other two branches are constant-false
+-- and never scanned). First the keys (namespace and queue, or handler as by says) of
+-- the namespaces the caller reaches (namespaces, NULL: all), ranked by runs finished
+-- (rows with bar NULL); then per bar of bucket seconds from since the sums of the top
+-- top keys apart (series = their rank) and of every other key together (series 0), of
+-- one key only with only_namespace and only_key. The page draws series 0 alone;
+-- summing in the database returns at most (top + 1) x bars rows, whatever the keys.
+-- The failure states are domain.charts.FAILURE_STATES (a test pins them).
+WITH rollup (at, namespace, key, state, count, waited_sum,
+             waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more) AS (
+    SELECT minute, namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END,
+           state, count, waited_sum,
+           waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more
+    FROM rota_chart_minutes
+    WHERE %(rollup)s::text = 'minutes'
+      AND minute >= %(since)s::timestamptz AND minute < %(until)s::timestamptz
+    UNION ALL
+    SELECT quarter, namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END,
+           state, count, waited_sum,
+           waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more
+    FROM rota_chart_quarters
+    WHERE %(rollup)s::text = 'quarters'
+      AND quarter >= %(since)s::timestamptz AND quarter < %(until)s::timestamptz
+    UNION ALL
+    SELECT hour, namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END,
+           state, count, waited_sum,
+           waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more
+    FROM rota_chart_hours
+    WHERE %(rollup)s::text = 'hours'
+      AND hour >= %(since)s::timestamptz AND hour < %(until)s::timestamptz
+),
+seen AS NOT MATERIALIZED (
+    SELECT * FROM rollup
+    WHERE %(namespaces)b::text[] IS NULL OR namespace = ANY(%(namespaces)b::text[])
+),
+ranked AS MATERIALIZED (
+    SELECT namespace, key, sum(count)::bigint AS finished,
+           sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
+                    THEN count ELSE 0 END)::bigint AS failures,
+           row_number() OVER (ORDER BY sum(count) DESC, namespace, key) AS rank
+    FROM seen
+    GROUP BY namespace, key
+)
+SELECT NULL::int AS bar, rank::int AS series, namespace, key, finished,
+       NULL::bigint AS succeeded, failures, NULL::float8 AS waited_sum,
+       NULL::bigint AS waited_100ms, NULL::bigint AS waited_1s, NULL::bigint AS waited_10s,
+       NULL::bigint AS waited_1m, NULL::bigint AS waited_10m, NULL::bigint AS waited_more
+FROM ranked
+UNION ALL
+-- Grouped by the row's instant, not its bar: one level's row is one bar.
+SELECT (extract(epoch FROM at - %(since)s::timestamptz) / %(bucket)s)::int,
+       (CASE WHEN rank <= %(top)s THEN rank ELSE 0 END)::int, NULL, NULL,
+       sum(count)::bigint,
+       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END)::bigint,
        sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
-                THEN count ELSE 0 END)::bigint AS failures,
-       sum(waited_sum) AS waited_sum,
-       sum(waited_100ms)::bigint AS waited_100ms,
-       sum(waited_1s)::bigint AS waited_1s,
-       sum(waited_10s)::bigint AS waited_10s,
-       sum(waited_1m)::bigint AS waited_1m,
-       sum(waited_10m)::bigint AS waited_10m,
-       sum(waited_more)::bigint AS waited_more
-FROM rota_chart_minutes
-WHERE minute >= %(since)s::timestamptz AND minute < %(until)s::timestamptz
-GROUP BY 1, namespace, 3;
-
--- name: chart_hours
--- The same from the hours (the 7 d chart).
-SELECT to_timestamp(floor(extract(epoch FROM hour) / %(bucket)s) * %(bucket)s)
-           AS bucket_start,
-       namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END AS key,
-       sum(count)::bigint AS count,
-       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END)::bigint AS succeeded,
-       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
-                THEN count ELSE 0 END)::bigint AS failures,
-       sum(waited_sum) AS waited_sum,
-       sum(waited_100ms)::bigint AS waited_100ms,
-       sum(waited_1s)::bigint AS waited_1s,
-       sum(waited_10s)::bigint AS waited_10s,
-       sum(waited_1m)::bigint AS waited_1m,
-       sum(waited_10m)::bigint AS waited_10m,
-       sum(waited_more)::bigint AS waited_more
-FROM rota_chart_hours
-WHERE hour >= %(since)s::timestamptz AND hour < %(until)s::timestamptz
-GROUP BY 1, namespace, 3;
-
--- name: chart_quarters
--- The same from the quarter-hours (the 24 h chart).
-SELECT to_timestamp(floor(extract(epoch FROM quarter) / %(bucket)s) * %(bucket)s)
-           AS bucket_start,
-       namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END AS key,
-       sum(count)::bigint AS count,
-       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END)::bigint AS succeeded,
-       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
-                THEN count ELSE 0 END)::bigint AS failures,
-       sum(waited_sum) AS waited_sum,
-       sum(waited_100ms)::bigint AS waited_100ms,
-       sum(waited_1s)::bigint AS waited_1s,
-       sum(waited_10s)::bigint AS waited_10s,
-       sum(waited_1m)::bigint AS waited_1m,
-       sum(waited_10m)::bigint AS waited_10m,
-       sum(waited_more)::bigint AS waited_more
-FROM rota_chart_quarters
-WHERE quarter >= %(since)s::timestamptz AND quarter < %(until)s::timestamptz
-GROUP BY 1, namespace, 3;
+                THEN count ELSE 0 END)::bigint,
+       sum(waited_sum), sum(waited_100ms)::bigint, sum(waited_1s)::bigint,
+       sum(waited_10s)::bigint, sum(waited_1m)::bigint, sum(waited_10m)::bigint,
+       sum(waited_more)::bigint
+FROM seen JOIN ranked USING (namespace, key)
+WHERE %(only_namespace)s::text IS NULL
+   OR (namespace = %(only_namespace)s::text AND key = %(only_key)s::text)
+GROUP BY at, 2;

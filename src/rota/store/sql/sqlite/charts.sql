@@ -1,4 +1,4 @@
--- The charts' rollup (domain/charts.py, migration 0024): the leader's batches and the
+-- The charts' rollup (domain/charts.py, migration 0025): the leader's batches and the
 -- charts' reads. Runs are read from history only; a chart reads only the rollup.
 
 -- name: chart_counted_until
@@ -83,60 +83,62 @@ GROUP BY 1, namespace, queue, handler, state;
 INSERT INTO rota_chart_rollup (id, counted_until) VALUES (1, :until)
 ON CONFLICT (id) DO UPDATE SET counted_until = excluded.counted_until;
 
--- name: chart_minutes
--- A chart's bars from the minutes in [:since, :until), per namespace and queue (or
--- handler, :by). The failure states are domain.charts.FAILURE_STATES (a test pins them).
-SELECT CAST(minute / :bucket AS INTEGER) * :bucket AS bucket_start,
-       namespace, CASE WHEN :by = 'handler' THEN handler ELSE queue END AS key,
-       sum(count) AS count,
-       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END) AS succeeded,
+-- name: chart_read
+-- A chart's read, one query for every range: :rollup names the level whose rows are
+-- its bars ('minutes', 'quarters' or 'hours': the other two branches are constant-false
+-- and never scanned). First the keys (namespace and queue, or handler as :by says) of
+-- the namespaces the caller reaches (:namespaces, NULL: all), ranked by runs finished
+-- (rows with bar NULL); then per bar of :bucket seconds from :since the sums of the top
+-- :top keys apart (series = their rank) and of every other key together (series 0),
+-- of one key only with :only_namespace and :only_key. The page draws series 0 alone;
+-- summing in the database returns at most (:top + 1) x bars rows, whatever the keys.
+-- The failure states are domain.charts.FAILURE_STATES (a test pins them).
+WITH rollup (at, namespace, key, state, count, waited_sum,
+             waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more) AS (
+    SELECT minute, namespace, CASE WHEN :by = 'handler' THEN handler ELSE queue END, state,
+           count, waited_sum, waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m,
+           waited_more
+    FROM rota_chart_minutes
+    WHERE :rollup = 'minutes' AND minute >= :since AND minute < :until
+    UNION ALL
+    SELECT quarter, namespace, CASE WHEN :by = 'handler' THEN handler ELSE queue END, state,
+           count, waited_sum, waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m,
+           waited_more
+    FROM rota_chart_quarters
+    WHERE :rollup = 'quarters' AND quarter >= :since AND quarter < :until
+    UNION ALL
+    SELECT hour, namespace, CASE WHEN :by = 'handler' THEN handler ELSE queue END, state,
+           count, waited_sum, waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m,
+           waited_more
+    FROM rota_chart_hours
+    WHERE :rollup = 'hours' AND hour >= :since AND hour < :until
+),
+seen AS NOT MATERIALIZED (
+    SELECT * FROM rollup
+    WHERE :namespaces IS NULL OR namespace IN (SELECT value FROM json_each(:namespaces))
+),
+ranked AS MATERIALIZED (
+    SELECT namespace, key, sum(count) AS finished,
+           sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
+                    THEN count ELSE 0 END) AS failures,
+           row_number() OVER (ORDER BY sum(count) DESC, namespace, key) AS rank
+    FROM seen
+    GROUP BY namespace, key
+)
+SELECT NULL AS bar, rank AS series, namespace, key, finished, NULL AS succeeded, failures,
+       NULL AS waited_sum, NULL AS waited_100ms, NULL AS waited_1s, NULL AS waited_10s,
+       NULL AS waited_1m, NULL AS waited_10m, NULL AS waited_more
+FROM ranked
+UNION ALL
+-- Grouped by the row's instant, not its bar: one level's row is one bar.
+SELECT CAST((at - :since) / :bucket AS INTEGER), CASE WHEN rank <= :top THEN rank ELSE 0 END,
+       NULL, NULL,
+       sum(count),
+       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END),
        sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
-                THEN count ELSE 0 END) AS failures,
-       sum(waited_sum) AS waited_sum,
-       sum(waited_100ms) AS waited_100ms,
-       sum(waited_1s) AS waited_1s,
-       sum(waited_10s) AS waited_10s,
-       sum(waited_1m) AS waited_1m,
-       sum(waited_10m) AS waited_10m,
-       sum(waited_more) AS waited_more
-FROM rota_chart_minutes
-WHERE minute >= :since AND minute < :until
-GROUP BY 1, namespace, 3;
-
--- name: chart_hours
--- The same from the hours (the 7 d chart).
-SELECT CAST(hour / :bucket AS INTEGER) * :bucket AS bucket_start,
-       namespace, CASE WHEN :by = 'handler' THEN handler ELSE queue END AS key,
-       sum(count) AS count,
-       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END) AS succeeded,
-       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
-                THEN count ELSE 0 END) AS failures,
-       sum(waited_sum) AS waited_sum,
-       sum(waited_100ms) AS waited_100ms,
-       sum(waited_1s) AS waited_1s,
-       sum(waited_10s) AS waited_10s,
-       sum(waited_1m) AS waited_1m,
-       sum(waited_10m) AS waited_10m,
-       sum(waited_more) AS waited_more
-FROM rota_chart_hours
-WHERE hour >= :since AND hour < :until
-GROUP BY 1, namespace, 3;
-
--- name: chart_quarters
--- The same from the quarter-hours (the 24 h chart).
-SELECT CAST(quarter / :bucket AS INTEGER) * :bucket AS bucket_start,
-       namespace, CASE WHEN :by = 'handler' THEN handler ELSE queue END AS key,
-       sum(count) AS count,
-       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END) AS succeeded,
-       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
-                THEN count ELSE 0 END) AS failures,
-       sum(waited_sum) AS waited_sum,
-       sum(waited_100ms) AS waited_100ms,
-       sum(waited_1s) AS waited_1s,
-       sum(waited_10s) AS waited_10s,
-       sum(waited_1m) AS waited_1m,
-       sum(waited_10m) AS waited_10m,
-       sum(waited_more) AS waited_more
-FROM rota_chart_quarters
-WHERE quarter >= :since AND quarter < :until
-GROUP BY 1, namespace, 3;
+                THEN count ELSE 0 END),
+       sum(waited_sum), sum(waited_100ms), sum(waited_1s), sum(waited_10s), sum(waited_1m),
+       sum(waited_10m), sum(waited_more)
+FROM seen JOIN ranked USING (namespace, key)
+WHERE :only_namespace IS NULL OR (namespace = :only_namespace AND key = :only_key)
+GROUP BY at, 2;
