@@ -459,7 +459,7 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "",
         *report_issues.limited_lines(results),
         "",
-        "## (g) Issue 4: schedules firing every minute, on PostgreSQL",
+        "## (g) Issues 4 and 25: schedules firing every minute, on PostgreSQL",
         "",
         *report_issues.cron_lines(results),
         "",
