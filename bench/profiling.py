@@ -9,8 +9,12 @@ driver's and the event loop's.
 
 from __future__ import annotations
 
+import argparse
+import json
 import pstats
+import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +75,10 @@ def summarize(stats_path: Path) -> dict[str, Any]:
     }
 
 
-def profile_rota(cfg: BenchConfig, results: Results, worker: RotaWorkerSettings) -> None:
+def profile_rota(
+    cfg: BenchConfig, results: Results, worker: RotaWorkerSettings, keep: Path | None = None
+) -> None:
+    """``keep``: where to copy the raw profile too, for reading it with pstats."""
     system = rota_system(worker)
 
     def measure() -> dict[str, Any]:
@@ -90,9 +97,28 @@ def profile_rota(cfg: BenchConfig, results: Results, worker: RotaWorkerSettings)
                     timeout_s=cfg.scenario_timeout_s * 2,
                 )
                 drained = run_drain(spec, cfg.jobs)
+            if keep is not None:
+                shutil.copyfile(stats_path, keep)
             return {**summarize(stats_path), **drained.as_dict()}
 
     variant = f"1 process, {worker.describe()}, under cProfile"
     summary = results.attempt("profile", "rota", variant, measure)
     if summary is not None:
         results.add("profile", "rota", variant, summary["jobs_per_s"], **summary)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.profiling [--jobs N] [--keep PATH]``: one profiled drain,
+    its summary printed as JSON."""
+    parser = argparse.ArgumentParser(prog="python -m bench.profiling")
+    parser.add_argument("--jobs", type=int, default=BenchConfig().jobs)
+    parser.add_argument("--keep", type=Path, help="copy the raw cProfile stats here")
+    args = parser.parse_args(argv)
+    results = Results()
+    profile_rota(replace(BenchConfig(), jobs=args.jobs), results, RotaWorkerSettings(), args.keep)
+    print(json.dumps(results.records, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,15 +5,21 @@ single statement, so a busy worker completes hundreds of runs per round trip and
 one writes each at once. A write that failed because the connection broke is ambiguous
 (it may have committed): it is retried, and outcomes the retry finds already gone are
 checked against the attempt history, so an outcome is recorded once, never twice.
+
+Two ways in: :meth:`OutcomeWriter.record` awaits one outcome's answer; the worker's hot
+path :meth:`OutcomeWriter.submit`s and learns the answers of a whole batch at once from
+``settled`` (no future, no task woken per run: about a fifth of a no-op run's worker
+CPU went to waking each run's task for its answer).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import structlog
 
@@ -26,11 +32,22 @@ log = structlog.get_logger("rota.engine.outcomes")
 MAX_BATCH = 500
 
 
-@dataclass
+# Told once per written batch: the tokens submitted with its outcomes, with the run ids
+# written (an outcome missing from them met a stale fence), or the error that stopped
+# the batch (the runs' leases then expire and they are reaped and retried).
+Settled = Callable[[Sequence[Any], "set[int] | BaseException"], None]
+
+
+@dataclass(slots=True)
 class _Pending:
     outcome: Outcome
     lines: list[LogLine]
-    written: asyncio.Future[bool]
+    written: asyncio.Future[bool] | None  # record()'s caller waits on it
+    token: Any = None  # submit()'s: handed to ``settled`` with the batch
+
+
+def _ignore(tokens: Sequence[Any], written: set[int] | BaseException) -> None:
+    pass
 
 
 class OutcomeWriter:
@@ -39,10 +56,12 @@ class OutcomeWriter:
         store: Store,
         db_now: Callable[[], datetime | None],
         restarts: Restarts | None = None,
+        settled: Settled = _ignore,
     ) -> None:
         self._store = store
         self._db_now = db_now
         self._restarts = restarts or Restarts()
+        self._settled = settled
         self._queue: list[_Pending] = []
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -53,10 +72,16 @@ class OutcomeWriter:
 
     async def record(self, outcome: Outcome, lines: list[LogLine]) -> bool:
         """Queue an outcome; True once written, False if its fence was stale."""
-        pending = _Pending(outcome, lines, asyncio.get_running_loop().create_future())
-        self._queue.append(pending)
+        written: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Pending(outcome, lines, written))
         self._ready.set()
-        return await pending.written
+        return await written
+
+    def submit(self, outcome: Outcome, lines: list[LogLine], token: Any) -> None:
+        """Queue an outcome without waiting: ``settled`` gets ``token`` with the answer
+        of the batch that writes it."""
+        self._queue.append(_Pending(outcome, lines, None, token))
+        self._ready.set()
 
     async def settle(self, outcome: Outcome, fallback: Outcome) -> bool:
         """A commit of ``outcome`` broke mid-way (it may have landed or not). Once the
@@ -95,6 +120,8 @@ class OutcomeWriter:
         if not done:
             log.warning("outcomes not written before shutdown", count=len(self._queue))
             await cancel_and_wait(task, CANCEL_WAIT_SECONDS)
+            left, self._queue = self._queue, []
+            self._tell(left, asyncio.CancelledError())  # their runs are let go unrecorded
 
     async def _run(self) -> None:
         while True:
@@ -116,13 +143,14 @@ class OutcomeWriter:
             # this batch learn it, rather than waiting for ever; their leases expire
             # and the runs are reaped and retried.
             for p in batch:
-                if p.written.done():
+                if p.written is None or p.written.done():
                     continue
                 if isinstance(exc, asyncio.CancelledError):
                     p.written.cancel()
                 else:
                     p.written.set_exception(exc)
                     p.written.exception()  # retrieved here; the waiter sees it too
+            self._tell(batch, exc)
             raise
         # Only the lines of outcomes that held their fence: a stale attempt's are not
         # the run's.
@@ -135,8 +163,14 @@ class OutcomeWriter:
             except StoreError as exc:
                 log.warning("could not store run log lines", count=len(lines), error=str(exc))
         for p in batch:
-            if not p.written.done():
+            if p.written is not None and not p.written.done():
                 p.written.set_result(p.outcome.run_id in written)
+        self._tell(batch, written)
+
+    def _tell(self, batch: list[_Pending], written: set[int] | BaseException) -> None:
+        tokens = [p.token for p in batch if p.written is None]
+        if tokens:
+            self._settled(tokens, written)
 
     async def _write(self, outcomes: list[Outcome]) -> set[int]:
         delay = 0.05

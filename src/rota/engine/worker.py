@@ -160,7 +160,10 @@ class Worker(ClaimLoop, Leases):
         if pending:
             self._log.info("waiting for running runs", count=len(pending))
             await asyncio.wait(pending, timeout=self.settings.shutdown_grace_seconds)
-        leftovers = [h for h in self._held.values() if h.claimed.run_id in self._tasks]
+        # Every run still held: running, or its outcome still with the writer (if the
+        # writer cannot write it before closing, the run is handed back, not left to
+        # its lease; one it did write is no longer active, and release passes it by).
+        leftovers = list(self._held.values())
         for h in leftovers:
             h.released = True
             h.ctx.cancelled.set()

@@ -8,8 +8,10 @@ Every part of the worker (rota.engine.worker) shares it: the claim loop
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -17,7 +19,7 @@ from rota.bootstrap import handler_transactions
 from rota.clock import Clock
 from rota.config import Settings
 from rota.context import RunContext
-from rota.domain.runs import ClaimedRun, Lease
+from rota.domain.runs import ClaimedRun, Lease, Outcome
 from rota.engine.live_logs import LiveLogs
 from rota.engine.outcomes import OutcomeWriter
 from rota.engine.worker_options import WorkerOptions
@@ -41,6 +43,7 @@ class Held:
     recording: bool = False
     started: float = 0.0  # monotonic, at claim
     handler_seconds: float = 0.0  # how long the attempt ran (for metrics and the log)
+    outcome: Outcome | None = None  # once decided, for the writer's answer to report
 
     @property
     def lease(self) -> Lease:
@@ -76,7 +79,7 @@ class WorkerBase:
         # Failures of this worker's background tasks, by task name (for metrics); the
         # node hands in the counter it shares with its leader duties.
         self.restarts = restarts or Restarts()
-        self._writer = OutcomeWriter(store, clock.db_now, self.restarts)
+        self._writer = OutcomeWriter(store, clock.db_now, self.restarts, self._outcomes_settled)
         # Asked once: the port that lends async handlers a transaction, if the store has one.
         self._handler_tx = handler_transactions(store)
         self._log = log.bind(node_id=options.node_id)
@@ -85,3 +88,7 @@ class WorkerBase:
         self._may_claim.set()
         self.claimed_total = 0
         self._live: LiveLogs | None = None  # made in run(): it belongs to the loop
+
+    def _outcomes_settled(self, batch: Sequence[Any], written: set[int] | BaseException) -> None:
+        """The outcome writer's answer for a batch (rota.engine.worker_runs)."""
+        raise NotImplementedError

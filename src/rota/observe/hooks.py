@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from rota.domain.breakers import BreakerRow, BreakerState
 from rota.domain.queues import QueueControl
+from rota.domain.states import RunState
 from rota.observe.cluster import ClusterGauges
 from rota.observe.metrics import Instruments
 
@@ -51,11 +52,12 @@ class Observer:
         self.registry.register(GuardedCollector("run_series", self.instruments.runs, self.failed))
         self._failed_parts: set[str] = set()
 
-    def failed(self, part: str, exc: BaseException) -> None:
-        """An instrument or collector failed: count it; log the first failure of each
-        part (a broken instrument on the hot path must not flood the log either)."""
+    def failed(self, part: str, exc: BaseException, times: int = 1) -> None:
+        """An instrument or collector failed (``times``: for that many runs): count it;
+        log the first failure of each part (a broken instrument on the hot path must not
+        flood the log either)."""
         try:
-            self.instruments.errors.labels(part).inc()
+            self.instruments.errors.labels(part).inc(times)
             if part not in self._failed_parts:
                 self._failed_parts.add(part)
                 log.warning(
@@ -98,9 +100,13 @@ def set_enabled(enabled: bool) -> None:
     OBSERVER.enabled = enabled
 
 
-def _guarded(part: str, metrics: bool = True) -> Callable[[Callable[P, None]], Callable[P, None]]:
+def _guarded(
+    part: str, metrics: bool = True, per_run: bool = False
+) -> Callable[[Callable[P, None]], Callable[P, None]]:
     """A hook that never raises into its caller; with ``metrics``, one that
-    ``set_enabled(False)`` turns off (a log line is not a metric: it stays)."""
+    ``set_enabled(False)`` turns off (a log line is not a metric: it stays). With
+    ``per_run``, the hook reports a batch (its first argument) and a failure counts
+    once per run in it, as it did when the hook was called per run."""
 
     def wrap(fn: Callable[P, None]) -> Callable[P, None]:
         @functools.wraps(fn)
@@ -110,7 +116,7 @@ def _guarded(part: str, metrics: bool = True) -> Callable[[Callable[P, None]], C
             try:
                 fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - never into the caller's path
-                OBSERVER.failed(part, exc)
+                OBSERVER.failed(part, exc, len(args[0]) if per_run else 1)  # type: ignore[arg-type]
 
         return guarded
 
@@ -153,72 +159,86 @@ def slots_planned(runs: Sequence[NewRun], now: datetime) -> None:
 
 
 # -- the worker's hot path (rota.observe.run_series) ---------------------------------------
+# Called once per claim and once per completion batch, not once per run: a guarded call,
+# a lock and a log-level test per run were a tenth of a no-op run's worker CPU.
 @_guarded("claim")
 def runs_claimed(batch: Sequence[ClaimedRun]) -> None:
     if not batch:
         return
     instruments = OBSERVER.instruments
     instruments.claim_batch.observe(len(batch))
-    for run in batch:
-        instruments.runs.claimed(run.queue, run.pickup_delay)
+    instruments.runs.claimed_many([(run.queue, run.pickup_delay) for run in batch])
 
 
 @_guarded("start")
 def run_starting(run: ClaimedRun, now: datetime) -> None:
-    """A run's handler is about to start: a schedule's run is timed from its slot."""
+    """A schedule's run's handler is about to start: timed from its slot (the worker
+    calls this only for runs with a slot)."""
     if run.slot_at is not None:
         delay = max((now - run.slot_at).total_seconds(), 0.0)
         OBSERVER.instruments.start_delay.observe(delay)
 
 
-@_guarded("release")
-def run_let_go(run: ClaimedRun) -> None:
-    """The worker no longer holds the run (finished, lost or handed back)."""
-    OBSERVER.instruments.runs.let_go(run.queue)
+@_guarded("release", per_run=True)
+def runs_let_go(runs: Sequence[ClaimedRun]) -> None:
+    """The worker no longer holds these runs (finished, lost or handed back)."""
+    OBSERVER.instruments.runs.let_go_many([run.queue for run in runs])
 
 
-def run_finished(
-    run: ClaimedRun, outcome: Outcome, written: bool, seconds: float, worker_id: str
+def runs_finished(
+    attempts: Sequence[tuple[ClaimedRun, Outcome, float]], written: set[int], worker_id: str
 ) -> None:
-    """One attempt ended and its outcome was written (``written``) or refused by the
-    fence: counted and timed, and told in one log line."""
-    state = outcome.state.value
-    _count_finished(run, state, written, seconds)
-    if written:
-        _tell_finished(run, state, seconds, worker_id)
+    """Attempts that ended, as (run, outcome, handler seconds); their outcomes were
+    written (the run ids in ``written``) or refused by the fence: counted and timed,
+    and each written one told in a log line."""
+    _count_finished(attempts, written)
+    _tell_finished(attempts, written, worker_id)
 
 
-@_guarded("finish")
-def _count_finished(run: ClaimedRun, state: str, written: bool, seconds: float) -> None:
-    if written:
-        OBSERVER.instruments.runs.finished(run.queue, run.handler, state, seconds)
-    else:
-        OBSERVER.instruments.stale_writes.inc()
+@_guarded("finish", per_run=True)
+def _count_finished(
+    attempts: Sequence[tuple[ClaimedRun, Outcome, float]], written: set[int]
+) -> None:
+    kept = [
+        (run.queue, run.handler, outcome.state.value, seconds)
+        for run, outcome, seconds in attempts
+        if run.run_id in written
+    ]
+    OBSERVER.instruments.runs.finished_many(kept)
+    if stale := len(attempts) - len(kept):
+        OBSERVER.instruments.stale_writes.inc(stale)
 
 
-@_guarded("finish-log", metrics=False)
-def _tell_finished(run: ClaimedRun, state: str, seconds: float, worker_id: str) -> None:
+@_guarded("finish-log", metrics=False, per_run=True)
+def _tell_finished(
+    attempts: Sequence[tuple[ClaimedRun, Outcome, float]], written: set[int], worker_id: str
+) -> None:
     """At info when the attempt did not succeed, at debug when it did (ADR 0026: a
     line per success at info was half again a no-op run's worker CPU). A level that is
-    filtered out costs one test, not the call (where the configured logger can tell:
-    structlog's filtering loggers can)."""
-    succeeded = state == "succeeded"
+    filtered out costs one test per batch, not a call per run (where the configured
+    logger can tell: structlog's filtering loggers can)."""
     enabled = getattr(run_log, "is_enabled_for", None)
-    if enabled is not None and not enabled(logging.DEBUG if succeeded else logging.INFO):
+    debug = enabled is None or enabled(logging.DEBUG)
+    info = debug or enabled is None or enabled(logging.INFO)
+    if not info:
         return
-    say = run_log.debug if succeeded else run_log.info
-    say(
-        "run finished",
-        run_id=run.run_id,
-        job_id=run.job_id,
-        handler=run.handler,
-        queue=run.queue,
-        attempt=run.attempt,
-        fence=run.fence,
-        worker=worker_id,
-        duration_seconds=seconds,
-        outcome=state,
-    )
+    for run, outcome, seconds in attempts:
+        succeeded = outcome.state is RunState.SUCCEEDED
+        if run.run_id not in written or (succeeded and not debug):
+            continue
+        say = run_log.debug if succeeded else run_log.info
+        say(
+            "run finished",
+            run_id=run.run_id,
+            job_id=run.job_id,
+            handler=run.handler,
+            queue=run.queue,
+            attempt=run.attempt,
+            fence=run.fence,
+            worker=worker_id,
+            duration_seconds=seconds,
+            outcome=outcome.state.value,
+        )
 
 
 @_guarded("leases")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
@@ -57,33 +57,48 @@ class RunSeries:
         self._queues_by_label: dict[str, tuple[list[int], _Histogram]] = {}
 
     # -- recording (the hot path) ----------------------------------------------------------
+    # The worker reports a claim's runs, and a completion batch's, in one call each: one
+    # lock for the batch, not one per run.
     def claimed(self, queue: str, pickup_delay: float | None) -> None:
+        self.claimed_many([(queue, pickup_delay)])
+
+    def claimed_many(self, runs: Iterable[tuple[str, float | None]]) -> None:
+        bounds = self._delay_bounds
         with self._lock:
-            in_flight, delays = self._queue(queue)
-            in_flight[0] += 1
-            if pickup_delay is not None:
-                delay = max(pickup_delay, 0.0)
-                delays.buckets[bisect_left(self._delay_bounds, delay)] += 1
-                delays.sum += delay
+            for queue, pickup_delay in runs:
+                in_flight, delays = self._queue(queue)
+                in_flight[0] += 1
+                if pickup_delay is not None:
+                    delay = max(pickup_delay, 0.0)
+                    delays.buckets[bisect_left(bounds, delay)] += 1
+                    delays.sum += delay
 
     def let_go(self, queue: str) -> None:
+        self.let_go_many([queue])
+
+    def let_go_many(self, queues: Iterable[str]) -> None:
         with self._lock:
-            self._queue(queue)[0][0] -= 1
+            for queue in queues:
+                self._queue(queue)[0][0] -= 1
 
     def finished(self, queue: str, handler: str, outcome: str, seconds: float) -> None:
+        self.finished_many([(queue, handler, outcome, seconds)])
+
+    def finished_many(self, attempts: Iterable[tuple[str, str, str, float]]) -> None:
+        """Attempts as (queue, handler, outcome, seconds)."""
+        bounds = self._duration_bounds
         with self._lock:
-            key = (queue, handler, outcome)
-            found = self._finished.get(key)
-            if found is None:
-                labels = (self._queue_name(queue), self._handler_name(handler), outcome)
-                found = self._by_labels.setdefault(
-                    labels, ([0], _Histogram(len(self._duration_bounds)))
-                )
-                self._finished[key] = found
-            count, durations = found
-            count[0] += 1
-            durations.buckets[bisect_left(self._duration_bounds, seconds)] += 1
-            durations.sum += seconds
+            for queue, handler, outcome, seconds in attempts:
+                key = (queue, handler, outcome)
+                found = self._finished.get(key)
+                if found is None:
+                    labels = (self._queue_name(queue), self._handler_name(handler), outcome)
+                    found = self._by_labels.setdefault(labels, ([0], _Histogram(len(bounds))))
+                    self._finished[key] = found
+                count, durations = found
+                count[0] += 1
+                durations.buckets[bisect_left(bounds, seconds)] += 1
+                durations.sum += seconds
 
     def _queue(self, queue: str) -> tuple[list[int], _Histogram]:
         found = self._queues.get(queue)

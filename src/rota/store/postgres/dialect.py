@@ -31,6 +31,7 @@ from rota.store.dialect import (
     Params,
     Row,
 )
+from rota.store.postgres.arrays import hot_path_adapters
 from rota.store.postgres.base import (
     CONNECT_OPTIONS,
     DEFAULT_HANDLER_POOL,
@@ -52,6 +53,7 @@ from rota.supervise import Restarts, cancel_and_wait, supervise, watched
 
 log = structlog.get_logger("rota.store.postgres")
 T = TypeVar("T")
+HOT_PATH_ADAPTERS = hot_path_adapters()
 # Statistics for the history partition that finished runs are landing in now.
 TODAYS_HISTORY_ANALYZE = """
 DO $$
@@ -86,7 +88,12 @@ class PgDialect:
             min_size=1,
             max_size=max(pool_size, 2),
             open=False,
-            kwargs={"autocommit": True, **CONNECT_OPTIONS, "options": HOT_PATH_LIMITS.options()},
+            kwargs={
+                "autocommit": True,
+                **CONNECT_OPTIONS,
+                "options": HOT_PATH_LIMITS.options(),
+                "context": HOT_PATH_ADAPTERS,
+            },
             timeout=10,
         )
         self.handler_pool_options = handler_pool

@@ -20,6 +20,7 @@ from psycopg.rows import dict_row
 from rota.domain.runs import NewRun
 from rota.errors import StoreError
 from rota.store.dialect import NO_PARAMS, Params, Row
+from rota.store.postgres.arrays import as_array
 from rota.store.postgres.base import _translated, rerun_on_conflict
 from rota.store.queries import load_queries
 
@@ -136,7 +137,10 @@ def as_arrays(items: Sequence[Params], shared: Params) -> dict[str, Any]:
         # Only a column that holds lists needs each value looked at (the hot path's
         # columns are scalars: no call per value for them).
         sample = next((value for value in column if value is not None), None)
-        columns[key] = [_element(v) for v in column] if isinstance(sample, list | tuple) else column
+        if isinstance(sample, list | tuple):
+            columns[key] = [_element(v) for v in column]
+        else:
+            columns[key] = as_array(column)  # ints and texts built whole (arrays.py)
     return columns
 
 
