@@ -134,3 +134,62 @@ async def test_bad_input_is_a_4xx_naming_the_value_and_what_is_allowed(
     bad_time = await client.get(f"{BULK}/cancel/preview?created_after=yesterday", headers=admin)
     assert bad_time.status_code == 422
     assert "created_after" in bad_time.text
+
+
+async def test_owner_label_and_priority_narrow_a_bulk_action_as_they_do_the_listing(
+    client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    async def enqueue(**body: Any) -> int:
+        answer = await client.post(
+            "/api/v1/runs", json={"handler": "anything", "queue": "meta", **body}, headers=admin
+        )
+        assert answer.status_code == 201, answer.text
+        return int(answer.json()["run_id"])
+
+    acme = await enqueue(owner="billing", labels={"customer": "acme", "env": "prod"})
+    acme_test = await enqueue(owner="data", labels={"customer": "acme", "env": "test"})
+    billing = await enqueue(owner="billing", priority=3)
+    await enqueue(owner="data")
+
+    async def cancel(query: dict[str, Any]) -> set[int]:
+        """Cancel what the query matches; the ids it touched, by the listing's view."""
+        count = await _count(client, admin, "cancel", queue="meta", **query)
+        confirm = {"expected_count": count}
+        params = {"queue": "meta", **query}
+        done = await client.post(f"{BULK}/cancel", params=params, json=confirm, headers=admin)
+        assert done.status_code == 200, done.text
+        assert done.json()["affected"] == count
+        listed = await client.get(
+            "/api/v1/runs", params={"queue": "meta", "state": "cancelled"}, headers=admin
+        )
+        return {run["id"] for run in listed.json()["items"]}
+
+    # Two labels: both must match, as in the listing.
+    assert await cancel({"label": ["customer=acme", "env=prod"]}) == {acme}
+    assert await cancel({"label": "customer=acme"}) == {acme, acme_test}
+    assert await cancel({"owner": "billing", "priority": 3}) == {acme, acme_test, billing}
+    pending = await client.get(
+        "/api/v1/runs", params={"queue": "meta", "state": "pending"}, headers=admin
+    )
+    assert [run["owner"] for run in pending.json()["items"]] == ["data"]
+    entries = (await client.get("/api/v1/audit?limit=50", headers=admin)).json()["items"]
+    targets = [e["target"] for e in entries if e["action"] == "act_on_runs_in_bulk"]
+    assert targets[-1].startswith("cancel runs where queue=meta label=customer=acme,env=prod;")
+    assert targets[0].startswith("cancel runs where queue=meta owner=billing priority=3;")
+
+
+async def test_bad_owner_label_or_priority_in_a_bulk_filter_is_a_422_naming_it(
+    client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    for query, named, rule in (
+        ("label=env", "'env'", "key=value"),
+        ("label=Env=x", "'Env'", "lowercase letters"),
+        ("owner=has%20space", "has space", "1-64 characters"),
+        ("priority=11", "priority", "10"),
+    ):
+        preview = await client.get(f"{BULK}/cancel/preview?{query}", headers=admin)
+        assert preview.status_code == 422, (query, preview.text)
+        assert named in preview.text
+        assert rule in preview.text
+        act = await client.post(f"{BULK}/cancel?{query}", json={"expected_count": 0}, headers=admin)
+        assert act.status_code == 422, (query, act.text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -74,3 +75,78 @@ def test_enqueue_refuses_a_bad_label_in_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output.strip().startswith("rota: error: invalid label key: 'Env'")
     assert "lowercase letters" in result.output
+
+
+def test_bulk_takes_the_listings_owner_label_and_priority(server: str) -> None:
+    token = rota(server, None, "token", "create").stdout.strip()
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def enqueue(**body: object) -> int:
+        body = {"handler": "export-csv", "payload": {}, "queue": "meta-bulk", **body}
+        body["run_at"] = "2099-01-01T00:00:00+00:00"  # never due: they stay pending
+        made = httpx.post(f"{server}/api/v1/runs", json=body, headers=headers, timeout=10)
+        assert made.status_code == 201, made.text
+        return int(made.json()["run_id"])
+
+    acme = enqueue(owner="billing", labels={"customer": "acme"})
+    enqueue(owner="billing", labels={"customer": "globex"})
+    enqueue(owner="data", labels={"customer": "acme"})
+    urgent = enqueue(owner="data", priority=9)
+
+    def cancel(*filters: str) -> dict[str, int]:
+        done = rota(server, token, "runs", "bulk", "cancel", "--queue", "meta-bulk",
+                    "--yes", "--json", *filters)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return {k: v for k, v in json.loads(done.stdout).items() if k in ("matched", "affected")}
+
+    assert cancel("--owner", "billing", "--label", "customer=acme") == {"matched": 1, "affected": 1}
+    assert cancel("--owner", "data", "--priority", "9") == {"matched": 1, "affected": 1}
+    listed = rota(server, token, "runs", "list", "--queue", "meta-bulk", "--state", "cancelled",
+                  "--json")  # fmt: skip
+    assert [run["id"] for run in json.loads(listed.stdout)["items"]] == [urgent, acme]
+    bad = rota(server, token, "runs", "bulk", "cancel", "--label", "customer", "--yes")
+    assert bad.returncode == 2
+    assert "invalid label: 'customer'; expected key=value" in bad.stderr
+
+
+def test_jobs_are_listed_by_owner_and_labels_and_both_can_be_cleared(server: str) -> None:
+    token = rota(server, None, "token", "create").stdout.strip()
+    job_options = ("--handler", "export-csv", "--payload", "{}")
+    for name, *options in (
+        ("owned-a", "--owner", "team-a", "--label", "env=prod", "--label", "tier=1"),
+        ("owned-b", "--owner", "team-a", "--label", "env=dev"),
+        ("owned-c", "--owner", "team-c", "--label", "env=prod"),
+    ):
+        made = rota(server, token, "jobs", "create", name, *job_options, *options)
+        assert made.returncode == 0, made.stderr
+
+    def listed(*filters: str) -> list[str]:
+        answer = rota(server, token, "jobs", "list", "--json", *filters)
+        assert answer.returncode == 0, answer.stderr
+        return [job["name"] for job in json.loads(answer.stdout) if job["name"].startswith("owned")]
+
+    assert listed("--owner", "team-a") == ["owned-a", "owned-b"]
+    assert listed("--label", "env=prod") == ["owned-a", "owned-c"]
+    assert listed("--owner", "team-a", "--label", "env=prod", "--label", "tier=1") == ["owned-a"]
+
+    cleared = rota(server, token, "jobs", "update", "owned-b", "--owner", "", "--clear-labels",
+                   "--json")  # fmt: skip
+    assert cleared.returncode == 0, cleared.stderr
+    assert (json.loads(cleared.stdout)["owner"], json.loads(cleared.stdout)["labels"]) == (None, {})
+    assert listed("--owner", "team-a") == ["owned-a"]
+    kept = rota(server, token, "jobs", "update", "owned-c", "--queue", "other", "--json")
+    assert (json.loads(kept.stdout)["owner"], json.loads(kept.stdout)["labels"]) == (
+        "team-c",
+        {"env": "prod"},
+    )
+
+    both = rota(server, token, "jobs", "update", "owned-a", "--clear-labels", "--label", "a=b")
+    assert both.returncode == 2
+    assert "--clear-labels and --label contradict each other" in both.stderr
+    bad = rota(server, token, "jobs", "list", "--label", "Env=prod")
+    assert bad.returncode == 2
+    assert "invalid label key: 'Env'" in bad.stderr
+    bad_owner = rota(server, token, "jobs", "list", "--owner", "has space")
+    assert bad_owner.returncode != 0
+    assert "has space" in bad_owner.stderr
+    assert "Traceback" not in bad_owner.stderr

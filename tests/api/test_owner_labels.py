@@ -104,3 +104,43 @@ async def test_a_jobs_runs_inherit_its_owner_and_labels(
     bad = await client.patch("/api/v1/jobs/sync", json={"labels": {"": "x"}}, headers=admin)
     assert bad.status_code == 422
     assert "label key" in bad.text
+
+
+async def test_jobs_are_listed_by_owner_and_labels(
+    client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    for name, owner, labels in (
+        ("a-sync", "ops", {"env": "prod", "tier": "1"}),
+        ("b-sync", "ops", {"env": "dev"}),
+        ("c-sync", "data", {"env": "prod"}),
+        ("d-sync", None, {}),
+    ):
+        job = {"name": name, "handler": "anything", "owner": owner, "labels": labels}
+        created = await client.post("/api/v1/jobs", json=job, headers=admin)
+        assert created.status_code == 201, created.text
+
+    async def names(query: str) -> list[str]:
+        answer = await client.get(f"/api/v1/jobs?{query}", headers=admin)
+        assert answer.status_code == 200, answer.text
+        return [job["name"] for job in answer.json()["items"]]
+
+    assert await names("owner=ops") == ["a-sync", "b-sync"]
+    assert await names("label=env=prod") == ["a-sync", "c-sync"]
+    assert await names("label=env=prod&label=tier=1") == ["a-sync"]
+    assert await names("owner=data&label=env=dev") == []
+    assert await names("") == ["a-sync", "b-sync", "c-sync", "d-sync"]
+    # Cleared with a PATCH (owner null, labels {}), a job leaves both filters.
+    cleared = await client.patch(
+        "/api/v1/jobs/b-sync", json={"owner": None, "labels": {}}, headers=admin
+    )
+    assert (cleared.json()["owner"], cleared.json()["labels"]) == (None, {})
+    assert await names("owner=ops") == ["a-sync"]
+    for query, named, rule in (
+        ("label=env", "'env'", "key=value"),
+        ("owner=has%20space", "has space", "1-64 characters"),
+        ("owners=ops", "query.owners", "not a parameter of this operation"),
+    ):
+        answer = await client.get(f"/api/v1/jobs?{query}", headers=admin)
+        assert answer.status_code == 422, answer.text
+        assert named in answer.text
+        assert rule in answer.text

@@ -135,3 +135,39 @@ async def test_bad_input_is_a_4xx_naming_it(signed_in: SignedIn) -> None:
     assert no_count.status_code == 400
     assert "expected_count" in no_count.text
     assert await _states(client, "mass") == {"pending"}
+
+
+async def test_the_runs_pages_owner_label_and_priority_filter_carries_into_the_action(
+    signed_in: SignedIn,
+) -> None:
+    client = await signed_in(OPERATOR)
+    made: dict[str, int] = {}
+    for name, extra in (
+        ("acme", {"owner": "billing", "labels": {"customer": "acme", "env": "prod"}}),
+        ("acme-test", {"owner": "billing", "labels": {"customer": "acme", "env": "test"}}),
+        ("globex", {"owner": "billing", "labels": {"customer": "globex"}, "priority": 7}),
+        ("data", {"owner": "data", "labels": {"customer": "acme", "env": "prod"}}),
+    ):
+        body = {"handler": "anything", "queue": "meta", **extra}
+        answer = await client.post("/api/v1/runs", json=body, headers=bearer(token()))
+        made[name] = int(answer.json()["run_id"])
+    query = "queue=meta&owner=billing&label=customer%3Dacme&label=env%3Dprod"
+    runs_page = await client.get(f"/runs?{query}")
+    form = runs_page.text.split('id="bulk-filter"', 1)[1].split("</form>", 1)[0]
+    hidden = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form)
+    assert sorted(hidden) == [
+        ("label", "customer=acme"),
+        ("label", "env=prod"),
+        ("owner", "billing"),
+        ("queue", "meta"),
+    ]
+    preview = await client.get(f"{PREVIEW}?action=cancel&{query}")
+    assert "<strong>1</strong> run(s) match now." in preview.text
+    assert "<dt>label</dt><dd>env=prod</dd>" in preview.text
+    done = await client.post(PREVIEW, data=_form_fields(preview))
+    assert done.status_code == 303, done.text
+    by_priority = await client.get(f"{PREVIEW}?action=cancel&queue=meta&priority=7")
+    assert "<strong>1</strong> run(s) match now." in by_priority.text
+    assert (await client.post(PREVIEW, data=_form_fields(by_priority))).status_code == 303
+    page = await client.get("/api/v1/runs?queue=meta&state=cancelled", headers=bearer(token()))
+    assert {run["id"] for run in page.json()["items"]} == {made["acme"], made["globex"]}

@@ -27,8 +27,12 @@ async def test_the_runs_page_filters_by_owner_label_and_priority(
     assert _run_ids((await client.get("/runs?label=env%3Dprod")).text) == [prod, both]
     page = await client.get("/runs?label=env%3Dprod&label=tier%3D1")
     assert _run_ids(page.text) == [both]
-    # The form shows each label back, and one empty field for another.
-    assert page.text.count('name="label"') == 3
+    # The form shows each label back, and one empty field for another; the bulk
+    # action's form carries both on.
+    filter_form = page.text.split('aria-label="Filter runs"', 1)[1].split("</form>", 1)[0]
+    assert filter_form.count('name="label"') == 3
+    bulk_form = page.text.split('id="bulk-filter"', 1)[1].split("</form>", 1)[0]
+    assert bulk_form.count('name="label"') == 2
     assert _run_ids((await client.get("/runs?priority=2")).text) == [bare, prod]
     assert ">billing<" in (await client.get("/runs")).text  # the owner column
 

@@ -38,6 +38,7 @@ export type BackfillResult = Schemas["BackfillOut"];
 export type Breakers = Schemas["BreakerList"];
 export type Breaker = Schemas["BreakerOut"];
 export type RunFilters = NonNullable<operations["list_runs"]["parameters"]["query"]>;
+export type JobFilters = NonNullable<operations["list_jobs"]["parameters"]["query"]>;
 export type EventFilters = NonNullable<operations["list_events"]["parameters"]["query"]>;
 export type DeadFilters = NonNullable<operations["list_dead"]["parameters"]["query"]>;
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -154,11 +155,12 @@ export class RotaClient {
   }
 
   // -- jobs -------------------------------------------------------------------------
-  async listJobs(namespace?: string): Promise<Job[]> {
+  /** Every job you can see; `owner` and `label` (`key=value`, every one must match) narrow it. */
+  async listJobs(namespace?: string, filters: Omit<JobFilters, "namespace"> = {}): Promise<Job[]> {
     const page = await this.call<Schemas["JobList"]>({
       method: "GET",
       path: "/api/v1/jobs",
-      query: { namespace },
+      query: { ...filters, namespace },
       retryable: true,
     });
     return page.items;

@@ -276,7 +276,8 @@ export interface paths {
         };
         /**
          * List Jobs
-         * @description Every job the caller can see (optionally in one namespace), by namespace and name.
+         * @description Every job the caller can see (optionally in one namespace, of one owner, with
+         *     some labels), by namespace and name.
          */
         get: operations["list_jobs"];
         put?: never;
@@ -4250,6 +4251,10 @@ export interface operations {
         parameters: {
             query?: {
                 namespace?: string | null;
+                /** @description Jobs of this owner. */
+                owner?: string | null;
+                /** @description Jobs with this label, as key=value (the key: 1-63 characters: lowercase letters, digits and _ . / - (starting with a letter or digit)); repeatable, every one must match. */
+                label?: string[] | null;
             };
             header?: never;
             path?: never;
@@ -5747,10 +5752,10 @@ export interface operations {
     delete_runs_in_bulk: {
         parameters: {
             query?: {
-                /** @description Only this namespace. */
-                namespace?: string | null;
                 /** @description Any of these states. */
                 state?: components["schemas"]["RunState"][] | null;
+                /** @description Only this namespace. */
+                namespace?: string | null;
                 handler?: string | null;
                 queue?: string | null;
                 /** @description Runs that require this tag. */
@@ -5763,6 +5768,12 @@ export interface operations {
                 created_before?: string | null;
                 /** @description Text in handler, job or error. */
                 q?: string | null;
+                /** @description Runs of this owner. */
+                owner?: string | null;
+                /** @description Runs with this label, as key=value (the key: 1-63 characters: lowercase letters, digits and _ . / - (starting with a letter or digit)); repeatable, every one must match. */
+                label?: string[] | null;
+                /** @description Runs of this priority. */
+                priority?: number | null;
             };
             header?: never;
             path?: never;
@@ -5860,10 +5871,10 @@ export interface operations {
     act_on_runs_in_bulk: {
         parameters: {
             query?: {
-                /** @description Only this namespace. */
-                namespace?: string | null;
                 /** @description Any of these states. */
                 state?: components["schemas"]["RunState"][] | null;
+                /** @description Only this namespace. */
+                namespace?: string | null;
                 handler?: string | null;
                 queue?: string | null;
                 /** @description Runs that require this tag. */
@@ -5876,6 +5887,12 @@ export interface operations {
                 created_before?: string | null;
                 /** @description Text in handler, job or error. */
                 q?: string | null;
+                /** @description Runs of this owner. */
+                owner?: string | null;
+                /** @description Runs with this label, as key=value (the key: 1-63 characters: lowercase letters, digits and _ . / - (starting with a letter or digit)); repeatable, every one must match. */
+                label?: string[] | null;
+                /** @description Runs of this priority. */
+                priority?: number | null;
             };
             header?: never;
             path: {
@@ -5976,10 +5993,10 @@ export interface operations {
     preview_bulk_action: {
         parameters: {
             query?: {
-                /** @description Only this namespace. */
-                namespace?: string | null;
                 /** @description Any of these states. */
                 state?: components["schemas"]["RunState"][] | null;
+                /** @description Only this namespace. */
+                namespace?: string | null;
                 handler?: string | null;
                 queue?: string | null;
                 /** @description Runs that require this tag. */
@@ -5992,6 +6009,12 @@ export interface operations {
                 created_before?: string | null;
                 /** @description Text in handler, job or error. */
                 q?: string | null;
+                /** @description Runs of this owner. */
+                owner?: string | null;
+                /** @description Runs with this label, as key=value (the key: 1-63 characters: lowercase letters, digits and _ . / - (starting with a letter or digit)); repeatable, every one must match. */
+                label?: string[] | null;
+                /** @description Runs of this priority. */
+                priority?: number | null;
             };
             header?: never;
             path: {

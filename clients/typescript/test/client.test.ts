@@ -81,6 +81,11 @@ describe("jobs", () => {
     const job = await rota.createJob({ name: "ts-nightly", handler: "echo", cron: "0 2 * * *" });
     assert.equal(job.name, "ts-nightly");
     assert.ok((await rota.listJobs()).some((j) => j.name === "ts-nightly"));
+    await rota.createJob({ name: "ts-owned", handler: "echo", owner: "ts-team", labels: { env: "ts" } });
+    const owned = await rota.listJobs(undefined, { owner: "ts-team", label: ["env=ts"] });
+    assert.deepEqual(owned.map((j) => j.name), ["ts-owned"]);
+    assert.deepEqual(await rota.listJobs("default", { label: ["env=none"] }), []);
+    await rota.deleteJob("ts-owned");
     assert.equal((await rota.pauseJob("ts-nightly")).paused, true);
     assert.equal((await rota.resumeJob("ts-nightly")).paused, false);
     assert.deepEqual((await rota.updateJob("ts-nightly", { payload: { x: 1 } })).payload, { x: 1 });

@@ -120,8 +120,32 @@ class AppRuns(AppBase):
     def run_detail(self, run_id: int) -> RunDetail:
         return self._stores.use(run_service.run_detail, run_id)
 
-    def list_runs(self, **filters: Any) -> list[Run]:
-        return self._stores.use(run_service.list_runs, **filters)
+    def list_runs(
+        self,
+        *,
+        state: str | None = None,
+        handler: str | None = None,
+        queue: str | None = None,
+        owner: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        priority: int | None = None,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> list[Run]:
+        """Runs newest first, up to ``limit`` (1-1000); every filter given must match
+        (``labels``: every key with its value). Page on with ``before_id``: the last id
+        of the previous page."""
+        return self._stores.use(
+            run_service.list_runs,
+            state=state,
+            handler=handler,
+            queue=queue,
+            owner=owner,
+            labels=labels,
+            priority=priority,
+            before_id=before_id,
+            limit=limit,
+        )
 
     def cancel(self, run_id: int) -> Run:
         return self._stores.use(run_service.cancel, self.clock, run_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -68,8 +69,16 @@ class AppSchedules(AppBase):
     def get_schedule(self, name: str, namespace: str = "default") -> Job:
         return self._stores.use(schedules.get_job, namespace, name)
 
-    def list_schedules(self, namespace: str | None = None) -> list[Job]:
-        return self._stores.use(schedules.list_jobs, namespace)
+    def list_schedules(
+        self,
+        namespace: str | None = None,
+        *,
+        owner: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[Job]:
+        """Jobs by namespace and name; with ``owner`` or ``labels``, only those of that
+        owner holding every label given."""
+        return self._stores.use(schedules.list_jobs, namespace, owner=owner, labels=labels)
 
     def trigger(
         self,

@@ -9,7 +9,8 @@ import click
 
 from rota.cli.api_client import api_client, api_options
 from rota.cli.output import print_json
-from rota.cli.runs import label_filter, run_filters, run_rows
+from rota.cli.run_filters import filter_values, run_filters
+from rota.cli.runs import run_rows
 
 
 @click.group()
@@ -22,8 +23,8 @@ def dlq() -> None:
 @run_filters
 def dlq_list(url: str | None, token: str | None, as_json: bool, **filters: Any) -> None:
     """Dead-lettered runs, newest first."""
+    filters = filter_values(filters)
     filters.pop("state")
-    filters["labels"] = label_filter(filters["labels"])
     with api_client(url, token) as client:
         page = client.list_dead(**filters)
     print_json(page) if as_json else run_rows(page)

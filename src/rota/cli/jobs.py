@@ -14,7 +14,7 @@ import click
 from rota.cli.api_client import F, api_client, api_options, namespace_option
 from rota.cli.errors import fail, json_arg
 from rota.cli.output import print_json, table
-from rota.cli.runs import label_filter
+from rota.cli.run_filters import label_filter
 from rota.client import RotaClient, RunNotFinished
 
 
@@ -52,10 +52,20 @@ def _planning(job: dict[str, Any]) -> str:
 @jobs.command("list")
 @api_options
 @click.option("--namespace", default=None)
-def jobs_list(url: str | None, token: str | None, as_json: bool, namespace: str | None) -> None:
-    """Every job you can see."""
+@click.option("--owner", default=None, help="Only this owner's jobs.")
+@click.option("--label", "labels", multiple=True, help="key=value; repeat: all must match.")
+def jobs_list(
+    url: str | None,
+    token: str | None,
+    as_json: bool,
+    namespace: str | None,
+    owner: str | None,
+    labels: tuple[str, ...],
+) -> None:
+    """Every job you can see (of one owner, with some labels)."""
+    wanted = label_filter(labels)
     with api_client(url, token) as client:
-        items = client.list_jobs(namespace)
+        items = client.list_jobs(namespace, owner=owner, labels=wanted)
     print_json(items) if as_json else _job_rows(items)
 
 
@@ -111,7 +121,7 @@ def job_options(command: F) -> F:
             click.option("--timeout", type=float, default=None, help="Seconds per attempt."),
             click.option("--misfire", default=None, help="fire_now, skip or run_all."),
             click.option("--overlap", default=None, help="allow, skip or buffer_one."),
-            click.option("--owner", default=None, help="Its runs' owner (a team)."),
+            click.option("--owner", default=None, help="Its runs' owner (a team); '' for none."),
             click.option(
                 "--label", "labels", multiple=True, help="key=value (its runs'); repeatable."
             ),
@@ -123,10 +133,19 @@ def job_options(command: F) -> F:
 
 def _job_fields(options: dict[str, Any]) -> dict[str, Any]:
     renamed = {"interval": "interval_seconds", "timeout": "timeout_seconds"}
+    clear_labels = options.pop("clear_labels", False)
     fields = {renamed.get(k, k): v for k, v in options.items() if v is not None}
-    # No --label leaves the labels as they are (on update); given, they replace them.
+    # --owner '' is no owner: JSON null, which an update takes as "clear it".
+    if fields.get("owner") == "":
+        fields["owner"] = None
+    # No --label leaves the labels as they are (on update); given, they replace them;
+    # --clear-labels sends none ({}).
+    if clear_labels and fields.get("labels"):
+        fail("--clear-labels and --label contradict each other: give one of them", code=2)
     if fields.get("labels"):
         fields["labels"] = label_filter(fields["labels"])
+    elif clear_labels:
+        fields["labels"] = {}
     else:
         fields.pop("labels", None)
     if "payload" in fields:
@@ -166,10 +185,12 @@ def jobs_create(
 @api_options
 @namespace_option
 @job_options
+@click.option("--clear-labels", is_flag=True, help="Remove every label (its next runs').")
 def jobs_update(
     name: str, url: str | None, token: str | None, as_json: bool, namespace: str, **options: Any
 ) -> None:
-    """Change some fields of a job."""
+    """Change some fields of a job (--owner '' and --clear-labels remove its owner and
+    labels)."""
     fields = _job_fields(options)
     if not fields:
         fail("nothing to change: give at least one option", code=2)

@@ -1,5 +1,5 @@
 """``rota runs ...``: runs through the HTTP API: list, show, logs, cancel, requeue. Its
-filters and its table serve ``rota dlq list`` too."""
+table serves ``rota dlq list`` too; the filters are rota.cli.run_filters."""
 
 from __future__ import annotations
 
@@ -7,47 +7,14 @@ from typing import Any
 
 import click
 
-from rota.cli.api_client import F, api_client, api_options
-from rota.cli.errors import fail
+from rota.cli.api_client import api_client, api_options
 from rota.cli.output import console, print_json, table
-from rota.domain.labels import parse_labels
-from rota.errors import InvalidArgument
+from rota.cli.run_filters import filter_values, run_filters
 
 
 @click.group()
 def runs() -> None:
     """Runs: list, show, logs, cancel, requeue."""
-
-
-def run_filters(command: F) -> F:
-    for option in reversed(
-        [
-            click.option("--state", multiple=True, help="Repeat for several states."),
-            click.option("--job", default=None),
-            click.option("--namespace", default=None),
-            click.option("--handler", default=None),
-            click.option("--queue", default=None),
-            click.option("--tag", default=None),
-            click.option("--search", "q", default=None, help="Text in handler, job or error."),
-            click.option("--owner", default=None),
-            click.option(
-                "--label", "labels", multiple=True, help="key=value; repeat: all must match."
-            ),
-            click.option("--priority", type=int, default=None),
-            click.option("--limit", type=int, default=20, show_default=True),
-            click.option("--cursor", default=None, help="next_cursor of the previous page."),
-        ]
-    ):
-        command = option(command)
-    return command
-
-
-def label_filter(texts: tuple[str, ...]) -> dict[str, str]:
-    """Repeated ``--label key=value`` as the client's labels filter."""
-    try:
-        return dict(parse_labels(texts))
-    except InvalidArgument as exc:
-        fail(str(exc))
 
 
 RUN_COLUMNS = (
@@ -89,10 +56,8 @@ def run_rows(page: dict[str, Any]) -> None:
 @run_filters
 def runs_list(url: str | None, token: str | None, as_json: bool, **filters: Any) -> None:
     """Runs, newest first."""
-    filters["state"] = list(filters["state"])
-    filters["labels"] = label_filter(filters["labels"])
     with api_client(url, token) as client:
-        page = client.list_runs(**filters)
+        page = client.list_runs(**filter_values(filters))
     print_json(page) if as_json else run_rows(page)
 
 

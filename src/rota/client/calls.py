@@ -92,8 +92,20 @@ def _query(**params: Any) -> dict[str, Any]:
 
 
 # -- jobs -------------------------------------------------------------------------------
-def list_jobs(namespace: str | None = None) -> Call[list[JsonObject]]:
-    page = yield Request("GET", "/api/v1/jobs", _query(namespace=namespace), retryable=True)
+def list_jobs(
+    namespace: str | None = None,
+    *,
+    owner: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Call[list[JsonObject]]:
+    """Every job you can see, by namespace and name; with ``owner`` and ``labels``
+    (every one must match), only those."""
+    params = _query(
+        namespace=namespace,
+        owner=owner,
+        label=[f"{key}={value}" for key, value in (labels or {}).items()],
+    )
+    page = yield Request("GET", "/api/v1/jobs", params, retryable=True)
     return list(page["items"])
 
 
@@ -212,7 +224,8 @@ def enqueue(
 
 
 class RunFilters(TypedDict, total=False):
-    """What runs and dead letters can be filtered by (the API's query parameters)."""
+    """What runs can be filtered by (the API's query parameters), the same for the
+    listing, the dead-letter queue and a bulk action (rota.client.bulk_calls)."""
 
     namespace: str | None
     handler: str | None
@@ -225,30 +238,37 @@ class RunFilters(TypedDict, total=False):
     owner: str | None
     labels: Mapping[str, str] | None  # every one must match (sent as label=key=value)
     priority: int | None
+
+
+class RunPageFilters(RunFilters, total=False):
+    """A listing's filters and its page."""
+
     limit: int | None
     cursor: str | None
 
 
-def list_runs(
-    *, state: Sequence[str] | str | None = None, **filters: Unpack[RunFilters]
-) -> Call[JsonObject]:
-    """One page of runs, newest first: ``{"items": [...], "next_cursor": ...}``."""
-    states = [state] if isinstance(state, str) else list(state or [])
-    return (yield from _page("/api/v1/runs", states, filters))
-
-
-def list_dead(**filters: Unpack[RunFilters]) -> Call[JsonObject]:
-    """One page of dead-lettered runs, newest first."""
-    return (yield from _page("/api/v1/dlq", [], filters))
-
-
-def _page(path: str, states: list[str], filters: RunFilters) -> Call[JsonObject]:
-    params: dict[str, Any] = dict(filters)
+def run_query(state: Sequence[str] | str | None, filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The query parameters of a run filter (RunFilters, and a page's if given)."""
+    params = dict(filters)
     labels = params.pop("labels", None) or {}
     params["label"] = [f"{key}={value}" for key, value in labels.items()]
     for name in ("created_after", "created_before"):
         params[name] = _instant(name, params.get(name))
-    page = yield Request("GET", path, _query(state=states, **params), retryable=True)
+    states = [state] if isinstance(state, str) else list(state or [])
+    return _query(state=states, **params)
+
+
+def list_runs(
+    *, state: Sequence[str] | str | None = None, **filters: Unpack[RunPageFilters]
+) -> Call[JsonObject]:
+    """One page of runs, newest first: ``{"items": [...], "next_cursor": ...}``."""
+    page = yield Request("GET", "/api/v1/runs", run_query(state, filters), retryable=True)
+    return dict(page)
+
+
+def list_dead(**filters: Unpack[RunPageFilters]) -> Call[JsonObject]:
+    """One page of dead-lettered runs, newest first."""
+    page = yield Request("GET", "/api/v1/dlq", run_query(None, filters), retryable=True)
     return dict(page)
 
 

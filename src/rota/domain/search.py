@@ -1,4 +1,5 @@
-"""Searching runs: filters, free text and keyset pagination, as one value for the store."""
+"""Searching runs: filters, free text and keyset pagination, as one value for the store;
+and the label rule a job listing applies in memory."""
 
 from __future__ import annotations
 
@@ -35,3 +36,9 @@ def like_pattern(text: str) -> str:
     """A LIKE pattern matching ``text`` anywhere, with its wildcards escaped (by \\)."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def holds_labels(held: Labels, wanted: Labels) -> bool:
+    """Whether every wanted label (key and value) is among those held: the containment
+    the stores test on a run's labels, for values already in memory (a job's spec)."""
+    return set(wanted) <= set(held)

@@ -1,9 +1,10 @@
 """Bulk actions: cancel, requeue, replay or delete every run a filter matches (issue 29).
 
 The filter is the run listing's (:class:`RunSearch`: namespaces, states, handler, queue,
-tag, job, created range, text), narrowed to the states the action may act on
-(rota.domain.bulk_actions). :func:`preview` counts what it matches now;
-:func:`run_action` checks that count against the one the caller confirmed, then walks.
+tag, job, created range, text, owner, labels, priority), narrowed to the states the
+action may act on (rota.domain.bulk_actions). :func:`preview` counts what it matches
+now; :func:`run_action` checks that count against the one the caller confirmed, then
+walks.
 
 The walk, and what happens to runs that change meanwhile:
 

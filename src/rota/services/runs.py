@@ -31,7 +31,6 @@ from rota.domain.runs import (
     LogLine,
     NewRun,
     Run,
-    RunFilter,
     check_priority,
     check_tags,
     encode_json,
@@ -212,32 +211,35 @@ async def run_logs(
     return await store.logs(run_id, after)
 
 
+MAX_LIBRARY_PAGE = 1000  # the library's listing reads more at once than the API's page
+
+
 async def list_runs(
     store: Store,
     state: str | None = None,
     handler: str | None = None,
     queue: str | None = None,
+    owner: str | None = None,
+    labels: object = None,
+    priority: int | None = None,
     before_id: int | None = None,
     limit: int = 50,
 ) -> list[Run]:
-    if state is not None:
-        state = one_of("state", RunState, state)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        raise InvalidArgument("limit", limit, "an integer 1-1000")
-    for name, text in (("handler", handler), ("queue", queue)):
-        if text is not None:
-            check_text(name, text, max_length=200)
-    if before_id is not None:
-        check_id("before_id", before_id)
-    return await store.list_runs(
-        RunFilter(
-            state=RunState(state) if state else None,
-            handler=handler,
-            queue=queue,
-            before_id=before_id,
-            limit=limit,
-        )
+    """The library's listing (App.list_runs): newest first, through the RunSearch the
+    API's listing makes, so the filters and their checks are the same; ``labels`` (a
+    mapping) must all match."""
+    search = RunSearch(
+        states=(one_of("state", RunState, state),) if state is not None else (),
+        handler=handler,
+        queue=queue,
+        owner=owner,
+        labels=check_labels(labels),
+        priority=priority,
+        before_id=before_id,
+        limit=limit,
     )
+    check_search(search, max_limit=MAX_LIBRARY_PAGE)
+    return await store.search_runs(search)
 
 
 async def cancel(store: Store, clock: Clock, run_id: int, namespaces: Namespaces = None) -> Run:
@@ -311,12 +313,12 @@ async def search_runs(
     return await store.search_runs(search)
 
 
-def check_search(search: RunSearch) -> None:
+def check_search(search: RunSearch, max_limit: int = MAX_PAGE) -> None:
     """Every value of a search is one the stores can compare with: bounded text
     without NUL, instants in range, ids that fit."""
     limit = search.limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-        raise InvalidArgument("limit", limit, f"an integer 1-{MAX_PAGE}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        raise InvalidArgument("limit", limit, f"an integer 1-{max_limit}")
     if search.text is not None:
         if len(search.text) < 1:
             raise InvalidArgument("q", search.text, "1-200 characters")

@@ -19,9 +19,11 @@ from rota.domain.jobs import (
     trigger_fields,
     with_missed_slots,
 )
+from rota.domain.labels import check_labels, check_owner
 from rota.domain.parameters import apply as apply_parameters
 from rota.domain.parameters import check_schema
 from rota.domain.runs import check_idempotency_key, check_name, check_positive_int, encode_json
+from rota.domain.search import holds_labels
 from rota.domain.triggers import CronTrigger, fire_times
 from rota.domain.values import check_instant
 from rota.errors import InvalidArgument, JobExists, JobNotFound, JobUnreadable
@@ -211,12 +213,26 @@ async def recent_starts(
 
 
 async def list_jobs(
-    store: Store, namespace: str | None = None, namespaces: Collection[str] | None = None
+    store: Store,
+    namespace: str | None = None,
+    namespaces: Collection[str] | None = None,
+    *,
+    owner: str | None = None,
+    labels: object = None,
 ) -> list[Job]:
     """Every job (in ``namespace``, if given) that ``namespaces`` reaches (None: every
-    namespace), by namespace and name."""
-    jobs = await store.list_jobs(namespace)
-    return [job for job in jobs if namespaces is None or job.spec.namespace in namespaces]
+    namespace), by namespace and name; with ``owner``, only its jobs, and with
+    ``labels`` (a mapping or key/value pairs), only jobs holding every one. Jobs are
+    few and read whole, so these are tested here rather than in the store."""
+    check_owner(owner)
+    wanted = check_labels(labels)
+    return [
+        job
+        for job in await store.list_jobs(namespace)
+        if (namespaces is None or job.spec.namespace in namespaces)
+        and (owner is None or job.spec.owner == owner)
+        and holds_labels(job.spec.labels, wanted)
+    ]
 
 
 async def set_paused(store: Store, clock: Clock, namespace: str, name: str, paused: bool) -> Job:

@@ -15,6 +15,7 @@ from rota.api.schemas.jobs import JobCreate, JobList, JobOut, JobUpdate, Trigger
 from rota.api.schemas.runs import RunCreated
 from rota.domain.access import Principal
 from rota.domain.jobs import JobSpec
+from rota.domain.labels import LABEL_FILTER_RULE, parse_labels
 from rota.errors import JobNotFound
 from rota.services import schedules
 
@@ -60,10 +61,23 @@ def _spec(context: Context, name: str, namespace: str, fields: dict[str, Any]) -
 
 @router.get("", responses=responses(*AUTHENTICATED))
 async def list_jobs(
-    principal: Reader, store: StoreDep, namespace: Annotated[Name | None, Query()] = None
+    principal: Reader,
+    store: StoreDep,
+    namespace: Annotated[Name | None, Query()] = None,
+    owner: Annotated[str | None, Query(max_length=200, description="Jobs of this owner.")] = None,
+    label: Annotated[
+        list[str] | None,
+        Query(
+            description=f"Jobs with this label, as {LABEL_FILTER_RULE}; repeatable, every "
+            "one must match.",
+        ),
+    ] = None,
 ) -> JobList:
-    """Every job the caller can see (optionally in one namespace), by namespace and name."""
-    jobs = await schedules.list_jobs(store, namespace, principal.namespaces)
+    """Every job the caller can see (optionally in one namespace, of one owner, with
+    some labels), by namespace and name."""
+    jobs = await schedules.list_jobs(
+        store, namespace, principal.namespaces, owner=owner, labels=parse_labels(label or ())
+    )
     return JobList(items=[JobOut.of(job) for job in jobs])
 
 

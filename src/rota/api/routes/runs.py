@@ -3,15 +3,24 @@ requeue; and the dead-letter queue, which is the runs that ran out of attempts."
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Path, Query, Request
+from fastapi import APIRouter, Body, Path, Query, Request
 
 from rota.api import pagination
 from rota.api.auth import Reader, Trigger
 from rota.api.context import Context, StoreDep, audit_target, correlation_id
 from rota.api.problems import AUTHENTICATED, responses
-from rota.api.schemas.fields import MAX_ID, IdempotencyKey, Instant, Name, Priority
+from rota.api.run_filters import (
+    Filters,
+    Page,
+    PageQuery,
+    RunFilters,
+    StatesQuery,
+    distinct_states,
+)
+from rota.api.schemas.fields import MAX_ID, IdempotencyKey, Name
 from rota.api.schemas.runs import (
     AttemptOut,
     EnqueueRequest,
@@ -27,8 +36,6 @@ from rota.api.schemas.runs import (
     RunPage,
 )
 from rota.domain.access import Principal
-from rota.domain.labels import LABEL_FILTER_RULE, parse_labels
-from rota.domain.search import RunSearch
 from rota.domain.states import RunState
 from rota.errors import InvalidArgument
 from rota.services import runs as run_service
@@ -41,86 +48,22 @@ CURSOR = "run"
 NamespaceQuery = Annotated[Name, Query(description="The namespace the run belongs to.")]
 
 
-class RunFilters:
-    """The query parameters runs and the DLQ share."""
-
-    def __init__(
-        self,
-        namespace: Annotated[Name | None, Query(description="Only this namespace.")] = None,
-        handler: Annotated[Name | None, Query()] = None,
-        queue: Annotated[Name | None, Query()] = None,
-        tag: Annotated[Name | None, Query(description="Runs that require this tag.")] = None,
-        job: Annotated[Name | None, Query(description="Runs of this job (in namespace).")] = None,
-        created_after: Annotated[
-            Instant | None, Query(description="ISO 8601 with an offset, inclusive.")
-        ] = None,
-        created_before: Annotated[
-            Instant | None, Query(description="ISO 8601 with an offset, exclusive.")
-        ] = None,
-        q: Annotated[
-            str | None,
-            Query(min_length=1, max_length=200, description="Text in handler, job or error."),
-        ] = None,
-        owner: Annotated[
-            str | None, Query(max_length=200, description="Runs of this owner.")
-        ] = None,
-        label: Annotated[
-            list[str] | None,
-            Query(
-                description=f"Runs with this label, as {LABEL_FILTER_RULE}; repeatable, "
-                "every one must match.",
-            ),
-        ] = None,
-        priority: Annotated[Priority | None, Query(description="Runs of this priority.")] = None,
-        limit: Annotated[int, Query(ge=1, le=200)] = 50,
-        cursor: Annotated[str | None, Query(max_length=200)] = None,
-    ) -> None:
-        self.namespace = namespace
-        self.handler = handler
-        self.queue = queue
-        self.tag = tag
-        self.job = job
-        self.created_after = created_after
-        self.created_before = created_before
-        self.q = q
-        self.owner = owner
-        self.label = label or []
-        self.priority = priority
-        self.limit = limit
-        self.cursor = cursor
-
-
-def visible_namespaces(principal: Principal, namespace: str | None) -> tuple[str, ...] | None:
-    """The namespaces a filter reaches: the one asked for if the caller sees it (else
-    none), or every one the caller sees (None: all)."""
-    if namespace is not None:
-        return (namespace,) if principal.can_see(namespace) else ()
-    return None if principal.namespaces is None else tuple(sorted(principal.namespaces))
-
-
 async def _page(
-    store: StoreDep, principal: Principal, filters: RunFilters, states: tuple[RunState, ...]
+    store: StoreDep,
+    principal: Principal,
+    filters: RunFilters,
+    states: tuple[RunState, ...],
+    page: Page,
 ) -> RunPage:
-    search = RunSearch(
-        namespaces=visible_namespaces(principal, filters.namespace),
-        states=states,
-        handler=filters.handler,
-        queue=filters.queue,
-        tag=filters.tag,
-        created_after=filters.created_after,
-        created_before=filters.created_before,
-        text=filters.q,
-        owner=filters.owner,
-        labels=parse_labels(filters.label),
-        priority=filters.priority,
-        before_id=pagination.decode(CURSOR, filters.cursor),
-        limit=filters.limit,
+    search = dataclasses.replace(
+        filters.search(principal, states),
+        before_id=pagination.decode(CURSOR, page.cursor),
+        limit=page.limit,
     )
-    job = (filters.namespace or "default", filters.job) if filters.job else None
-    runs = await run_service.search_runs(store, search, job)
+    runs = await run_service.search_runs(store, search, filters.job_key)
     return RunPage(
         items=[RunOut.of(run) for run in runs],
-        next_cursor=pagination.next_cursor(CURSOR, [r.id for r in runs], filters.limit),
+        next_cursor=pagination.next_cursor(CURSOR, [r.id for r in runs], page.limit),
     )
 
 
@@ -172,11 +115,12 @@ async def enqueue_run(
 async def list_runs(
     principal: Reader,
     store: StoreDep,
-    filters: Annotated[RunFilters, Depends()],
-    state: Annotated[list[RunState] | None, Query(description="Any of these states.")] = None,
+    filters: Filters,
+    page: PageQuery,
+    state: StatesQuery = None,
 ) -> RunPage:
     """Runs newest first. Filters combine with AND; page on with ``next_cursor``."""
-    return await _page(store, principal, filters, tuple(state or ()))
+    return await _page(store, principal, filters, distinct_states(state), page)
 
 
 @router.get("/{run_id}", responses=responses(*AUTHENTICATED, 404))
@@ -238,10 +182,10 @@ async def requeue_run(
 
 @dlq.get("", responses=responses(*AUTHENTICATED, 400))
 async def list_dead(
-    principal: Reader, store: StoreDep, filters: Annotated[RunFilters, Depends()]
+    principal: Reader, store: StoreDep, filters: Filters, page: PageQuery
 ) -> RunPage:
     """Dead-lettered runs, newest first."""
-    return await _page(store, principal, filters, (RunState.DEAD_LETTERED,))
+    return await _page(store, principal, filters, (RunState.DEAD_LETTERED,), page)
 
 
 @dlq.post("/replay", responses=responses(*AUTHENTICATED, 400))
