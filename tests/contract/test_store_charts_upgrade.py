@@ -119,9 +119,7 @@ async def test_an_upgrade_keeps_what_the_rollup_counted(kind: str, counted_url: 
     try:
         assert FOLDED in await store.migrate()
         for chart_range in ChartRange:  # each level: minutes, quarter-hours, hours
-            read = await store.chart_read(
-                ChartAsk(chart_range, ChartBy.HANDLER, top=CHART_TOP_MAX)
-            )
+            read = await store.chart_read(ChartAsk(chart_range, ChartBy.HANDLER, top=CHART_TOP_MAX))
             assert read is not None
             assert read.window.until == COUNTED_UNTIL  # not reset: nothing recounted
             assert [(k.key, k.finished, k.failures) for k in read.keys] == [("h1", 7, 3)]
