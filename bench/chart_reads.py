@@ -6,12 +6,13 @@ and PostgreSQL (docs/benchmarks.md, "the charts' reads"). Not a test: no thresho
 Each database must be empty (a fresh file; a fresh PostgreSQL database): it is migrated,
 then N finished runs are written straight into history, spread evenly over the 7 days
 before now (3 namespaces, 20 handlers over 5 queues; 90 % succeeded, 7 % failed, 2 %
-dead-lettered, 1 % cancelled; pickup delays from under 100 ms to over 10 minutes). The
-leader's rollup is run until caught up (timed, batches counted), then every range x by
-is read ``--requests`` times, interleaved, three ways: the use case the API and the
-page call (services.charts), GET /api/v1/stats/series and the /charts page (both
-through the real ASGI app, in process: routing, auth, JSON or the template included).
-``--profile`` prints cProfile's top functions of the slowest read of each kind.
+dead-lettered, 1 % cancelled, each in every key's hours; pickup delays from under 100 ms
+to over 10 minutes). The leader's rollup is run until caught up (timed, batches
+counted), then every range x by is read ``--requests`` times, interleaved, three ways:
+the use case the API and the page call (services.charts), GET /api/v1/stats/series and
+the /charts page (both through the real ASGI app, in process: routing, auth, JSON or the
+template included). ``--profile`` prints cProfile's top functions of the slowest read of
+each kind.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ COLUMNS = (
     "id, namespace, handler, queue, state, payload, run_at, sort_at, attempt, max_attempts,"
     " created_at, started_at, finished_at"
 )
-# Run i: namespace i % 3, handler i % 20 (queue = handler % 5), state by i % 100, a
-# pickup delay by i % 100 and i; finished evenly over the week before :now.
+# Run i: namespace i % 3, handler i % 20 (queue = handler % 5), state by i / 60 % 100
+# (so every key sees every state: a state by i % 100 gave each key one or two, and the
+# rollup 1.5 rows a key and hour where real traffic has nearer four), a pickup delay by
+# i % 100 and i; finished evenly over the week before :now.
 SQLITE_FILL = f"""
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :runs - 1),
 r AS (
@@ -57,8 +60,8 @@ r AS (
 )
 INSERT INTO rota_runs_history ({COLUMNS})
 SELECT i + 1, 'ns' || (i % 3), 'handler' || (i % 20), 'queue' || (i % 20 % 5),
-       CASE WHEN i % 100 < 90 THEN 'succeeded' WHEN i % 100 < 97 THEN 'failed'
-            WHEN i % 100 < 99 THEN 'dead_lettered' ELSE 'cancelled' END,
+       CASE WHEN i / 60 % 100 < 90 THEN 'succeeded' WHEN i / 60 % 100 < 97 THEN 'failed'
+            WHEN i / 60 % 100 < 99 THEN 'dead_lettered' ELSE 'cancelled' END,
        '{{}}', finished_at - 1 - waited, finished_at - 1 - waited, 1, 3,
        finished_at - 1 - waited, finished_at - 1, finished_at
 FROM r;
@@ -66,8 +69,8 @@ FROM r;
 POSTGRES_FILL = f"""
 INSERT INTO rota_runs_history ({COLUMNS})
 SELECT i + 1, 'ns' || (i %% 3), 'handler' || (i %% 20), 'queue' || (i %% 20 %% 5),
-       CASE WHEN i %% 100 < 90 THEN 'succeeded' WHEN i %% 100 < 97 THEN 'failed'
-            WHEN i %% 100 < 99 THEN 'dead_lettered' ELSE 'cancelled' END,
+       CASE WHEN i / 60 %% 100 < 90 THEN 'succeeded' WHEN i / 60 %% 100 < 97 THEN 'failed'
+            WHEN i / 60 %% 100 < 99 THEN 'dead_lettered' ELSE 'cancelled' END,
        '{{}}', f - w - interval '1 second', f - w - interval '1 second', 1, 3,
        f - w - interval '1 second', f - interval '1 second', f
 FROM (

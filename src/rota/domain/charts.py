@@ -2,11 +2,12 @@
 the leader counts next, which rollup and which bars a range reads, and pickup-delay
 quantiles estimated from fixed buckets. No I/O, no clock: ``now`` comes in.
 
-The leader counts finished runs per minute, namespace, queue, handler and final state
-(rota_chart_minutes) and sums those minutes per quarter-hour (rota_chart_quarters), both
-kept CHART_MINUTES_KEEP, and per hour (rota_chart_hours, kept CHART_HOURS_KEEP). The
-1 h chart reads minutes, the 24 h chart quarter-hours, the 7 d chart hours: a read sums
-as many rows whatever the range, and none of history."""
+The leader counts finished runs per minute, namespace, queue and handler, one row with
+a count per final state in columns (rota_chart_minutes, migration 0028), and sums those
+minutes per quarter-hour (rota_chart_quarters), both kept CHART_MINUTES_KEEP, and per
+hour (rota_chart_hours, kept CHART_HOURS_KEEP). The 1 h chart reads minutes, the 24 h
+chart quarter-hours, the 7 d chart hours: a read sums as many rows whatever the range,
+one a bar and key, and none of history."""
 
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ class ChartRange(StrEnum):
 
     @property
     def rollup(self) -> str:
-        """Which rollup the chart reads: minutes, quarter-hours or hours (each bar sums
-        at most 15 rows a key and state, and a read at most 96 x 4 = 384 a key)."""
+        """Which rollup the chart reads: minutes, quarter-hours or hours, so that one
+        row of a key is one bar (a read sums at most 168 rows a key)."""
         return {"1h": "minutes", "24h": "quarters", "7d": "hours"}[self.value]
 
 

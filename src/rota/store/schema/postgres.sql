@@ -132,8 +132,12 @@ CREATE TABLE rota_chart_hours (
     namespace text NOT NULL,
     queue text NOT NULL,
     handler text NOT NULL,
-    state text NOT NULL,
-    count bigint NOT NULL,
+    finished bigint NOT NULL,
+    succeeded bigint NOT NULL,
+    failed bigint NOT NULL,
+    timed_out bigint NOT NULL,
+    dead_lettered bigint NOT NULL,
+    cancelled bigint NOT NULL,
     waited_sum double precision NOT NULL,
     waited_100ms bigint NOT NULL,
     waited_1s bigint NOT NULL,
@@ -141,7 +145,7 @@ CREATE TABLE rota_chart_hours (
     waited_1m bigint NOT NULL,
     waited_10m bigint NOT NULL,
     waited_more bigint NOT NULL,
-    CONSTRAINT rota_chart_hours_pkey PRIMARY KEY (hour, namespace, queue, handler, state)
+    CONSTRAINT rota_chart_hours_pkey PRIMARY KEY (hour, namespace, queue, handler)
 );
 
 CREATE TABLE rota_chart_minutes (
@@ -149,8 +153,12 @@ CREATE TABLE rota_chart_minutes (
     namespace text NOT NULL,
     queue text NOT NULL,
     handler text NOT NULL,
-    state text NOT NULL,
-    count bigint NOT NULL,
+    finished bigint NOT NULL,
+    succeeded bigint NOT NULL,
+    failed bigint NOT NULL,
+    timed_out bigint NOT NULL,
+    dead_lettered bigint NOT NULL,
+    cancelled bigint NOT NULL,
     waited_sum double precision NOT NULL,
     waited_100ms bigint NOT NULL,
     waited_1s bigint NOT NULL,
@@ -158,7 +166,7 @@ CREATE TABLE rota_chart_minutes (
     waited_1m bigint NOT NULL,
     waited_10m bigint NOT NULL,
     waited_more bigint NOT NULL,
-    CONSTRAINT rota_chart_minutes_pkey PRIMARY KEY (minute, namespace, queue, handler, state)
+    CONSTRAINT rota_chart_minutes_pkey PRIMARY KEY (minute, namespace, queue, handler)
 );
 
 CREATE TABLE rota_chart_quarters (
@@ -166,8 +174,12 @@ CREATE TABLE rota_chart_quarters (
     namespace text NOT NULL,
     queue text NOT NULL,
     handler text NOT NULL,
-    state text NOT NULL,
-    count bigint NOT NULL,
+    finished bigint NOT NULL,
+    succeeded bigint NOT NULL,
+    failed bigint NOT NULL,
+    timed_out bigint NOT NULL,
+    dead_lettered bigint NOT NULL,
+    cancelled bigint NOT NULL,
     waited_sum double precision NOT NULL,
     waited_100ms bigint NOT NULL,
     waited_1s bigint NOT NULL,
@@ -175,7 +187,7 @@ CREATE TABLE rota_chart_quarters (
     waited_1m bigint NOT NULL,
     waited_10m bigint NOT NULL,
     waited_more bigint NOT NULL,
-    CONSTRAINT rota_chart_quarters_pkey PRIMARY KEY (quarter, namespace, queue, handler, state)
+    CONSTRAINT rota_chart_quarters_pkey PRIMARY KEY (quarter, namespace, queue, handler)
 );
 
 CREATE TABLE rota_chart_rollup (

@@ -90,16 +90,20 @@ CREATE TABLE rota_chart_hours (
     namespace     TEXT NOT NULL,
     queue         TEXT NOT NULL,
     handler       TEXT NOT NULL,
-    state         TEXT NOT NULL,
-    count         INTEGER NOT NULL,
-    waited_sum    REAL NOT NULL,
-    waited_100ms  INTEGER NOT NULL,
-    waited_1s     INTEGER NOT NULL,
-    waited_10s    INTEGER NOT NULL,
-    waited_1m     INTEGER NOT NULL,
-    waited_10m    INTEGER NOT NULL,
-    waited_more   INTEGER NOT NULL,
-    PRIMARY KEY (hour, namespace, queue, handler, state)
+    finished      INTEGER NOT NULL,  -- every final state
+    succeeded     INTEGER NOT NULL,
+    failed        INTEGER NOT NULL,
+    timed_out     INTEGER NOT NULL,
+    dead_lettered INTEGER NOT NULL,
+    cancelled     INTEGER NOT NULL,
+    waited_sum    REAL NOT NULL,  -- seconds, of the runs that started
+    waited_100ms  INTEGER NOT NULL,  -- pickup delay <= 0.1 s
+    waited_1s     INTEGER NOT NULL,  -- (0.1 s, 1 s]
+    waited_10s    INTEGER NOT NULL,  -- (1 s, 10 s]
+    waited_1m     INTEGER NOT NULL,  -- (10 s, 60 s]
+    waited_10m    INTEGER NOT NULL,  -- (60 s, 600 s]
+    waited_more   INTEGER NOT NULL,  -- > 600 s
+    PRIMARY KEY (hour, namespace, queue, handler)
 ) WITHOUT ROWID;
 
 CREATE TABLE rota_chart_minutes (
@@ -107,16 +111,20 @@ CREATE TABLE rota_chart_minutes (
     namespace     TEXT NOT NULL,
     queue         TEXT NOT NULL,
     handler       TEXT NOT NULL,
-    state         TEXT NOT NULL,
-    count         INTEGER NOT NULL,
-    waited_sum    REAL NOT NULL,     -- seconds, of the runs that started
+    finished      INTEGER NOT NULL,  -- every final state
+    succeeded     INTEGER NOT NULL,
+    failed        INTEGER NOT NULL,
+    timed_out     INTEGER NOT NULL,
+    dead_lettered INTEGER NOT NULL,
+    cancelled     INTEGER NOT NULL,
+    waited_sum    REAL NOT NULL,  -- seconds, of the runs that started
     waited_100ms  INTEGER NOT NULL,  -- pickup delay <= 0.1 s
     waited_1s     INTEGER NOT NULL,  -- (0.1 s, 1 s]
     waited_10s    INTEGER NOT NULL,  -- (1 s, 10 s]
     waited_1m     INTEGER NOT NULL,  -- (10 s, 60 s]
     waited_10m    INTEGER NOT NULL,  -- (60 s, 600 s]
     waited_more   INTEGER NOT NULL,  -- > 600 s
-    PRIMARY KEY (minute, namespace, queue, handler, state)
+    PRIMARY KEY (minute, namespace, queue, handler)
 ) WITHOUT ROWID;
 
 CREATE TABLE rota_chart_quarters (
@@ -124,16 +132,20 @@ CREATE TABLE rota_chart_quarters (
     namespace     TEXT NOT NULL,
     queue         TEXT NOT NULL,
     handler       TEXT NOT NULL,
-    state         TEXT NOT NULL,
-    count         INTEGER NOT NULL,
-    waited_sum    REAL NOT NULL,
-    waited_100ms  INTEGER NOT NULL,
-    waited_1s     INTEGER NOT NULL,
-    waited_10s    INTEGER NOT NULL,
-    waited_1m     INTEGER NOT NULL,
-    waited_10m    INTEGER NOT NULL,
-    waited_more   INTEGER NOT NULL,
-    PRIMARY KEY (quarter, namespace, queue, handler, state)
+    finished      INTEGER NOT NULL,  -- every final state
+    succeeded     INTEGER NOT NULL,
+    failed        INTEGER NOT NULL,
+    timed_out     INTEGER NOT NULL,
+    dead_lettered INTEGER NOT NULL,
+    cancelled     INTEGER NOT NULL,
+    waited_sum    REAL NOT NULL,  -- seconds, of the runs that started
+    waited_100ms  INTEGER NOT NULL,  -- pickup delay <= 0.1 s
+    waited_1s     INTEGER NOT NULL,  -- (0.1 s, 1 s]
+    waited_10s    INTEGER NOT NULL,  -- (1 s, 10 s]
+    waited_1m     INTEGER NOT NULL,  -- (10 s, 60 s]
+    waited_10m    INTEGER NOT NULL,  -- (60 s, 600 s]
+    waited_more   INTEGER NOT NULL,  -- > 600 s
+    PRIMARY KEY (quarter, namespace, queue, handler)
 ) WITHOUT ROWID;
 
 CREATE TABLE rota_chart_rollup (

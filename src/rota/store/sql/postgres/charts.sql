@@ -1,5 +1,6 @@
--- The charts' rollup (domain/charts.py, migration 0025): the leader's batches and the
--- charts' reads. Runs are read from history only; a chart reads only the rollup.
+-- The charts' rollup (domain/charts.py, migrations 0025 and 0028): the leader's batches
+-- and the charts' reads. Runs are read from history only; a chart reads only the
+-- rollup, one row per bucket, namespace, queue and handler with a count per state.
 
 -- name: chart_counted_until
 -- Every minute before counted_until is counted (no row: nothing yet).
@@ -21,9 +22,15 @@ WHERE minute >= %(start)s::timestamptz OR minute < %(minutes_keep_since)s::times
 -- name: count_chart_minutes
 -- Pickup delay is started_at - run_at (a run that never started has none).
 INSERT INTO rota_chart_minutes (
-    minute, namespace, queue, handler, state, count, waited_sum,
-    waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more)
-SELECT minute, namespace, queue, handler, state, count(*),
+    minute, namespace, queue, handler, finished, succeeded, failed, timed_out, dead_lettered,
+    cancelled, waited_sum, waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m,
+    waited_more)
+SELECT minute, namespace, queue, handler, count(*),
+       sum(CASE WHEN state = 'succeeded' THEN 1 ELSE 0 END),
+       sum(CASE WHEN state = 'failed' THEN 1 ELSE 0 END),
+       sum(CASE WHEN state = 'timed_out' THEN 1 ELSE 0 END),
+       sum(CASE WHEN state = 'dead_lettered' THEN 1 ELSE 0 END),
+       sum(CASE WHEN state = 'cancelled' THEN 1 ELSE 0 END),
        coalesce(sum(greatest(waited, 0)), 0),
        sum(CASE WHEN waited <= 0.1 THEN 1 ELSE 0 END),
        sum(CASE WHEN waited > 0.1 AND waited <= 1 THEN 1 ELSE 0 END),
@@ -36,8 +43,8 @@ FROM (
            namespace, queue, handler, state, extract(epoch FROM started_at - run_at) AS waited
     FROM rota_runs_history
     WHERE finished_at >= %(start)s::timestamptz AND finished_at < %(until)s::timestamptz
-) AS finished
-GROUP BY 1, namespace, queue, handler, state;
+) AS runs
+GROUP BY 1, namespace, queue, handler;
 
 -- name: forget_chart_hours
 DELETE FROM rota_chart_hours
@@ -46,20 +53,16 @@ WHERE hour >= %(hour_start)s::timestamptz OR hour < %(hours_keep_since)s::timest
 -- name: count_chart_hours
 -- The hours the batch touched, summed again from their minutes (all still kept).
 INSERT INTO rota_chart_hours (
-    hour, namespace, queue, handler, state, count, waited_sum,
-    waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more)
-SELECT date_trunc('hour', minute), namespace, queue, handler, state,
-       sum(count),
-       sum(waited_sum),
-       sum(waited_100ms),
-       sum(waited_1s),
-       sum(waited_10s),
-       sum(waited_1m),
-       sum(waited_10m),
-       sum(waited_more)
+    hour, namespace, queue, handler, finished, succeeded, failed, timed_out, dead_lettered,
+    cancelled, waited_sum, waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m,
+    waited_more)
+SELECT date_trunc('hour', minute), namespace, queue, handler,
+       sum(finished), sum(succeeded), sum(failed), sum(timed_out), sum(dead_lettered),
+       sum(cancelled), sum(waited_sum), sum(waited_100ms), sum(waited_1s), sum(waited_10s),
+       sum(waited_1m), sum(waited_10m), sum(waited_more)
 FROM rota_chart_minutes
 WHERE minute >= %(hour_start)s::timestamptz AND minute < %(hour_until)s::timestamptz
-GROUP BY 1, namespace, queue, handler, state;
+GROUP BY 1, namespace, queue, handler;
 
 -- name: forget_chart_quarters
 DELETE FROM rota_chart_quarters
@@ -69,21 +72,17 @@ WHERE quarter >= %(hour_start)s::timestamptz
 -- name: count_chart_quarters
 -- The quarter-hours of those hours, likewise (kept as long as minutes).
 INSERT INTO rota_chart_quarters (
-    quarter, namespace, queue, handler, state, count, waited_sum,
-    waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more)
+    quarter, namespace, queue, handler, finished, succeeded, failed, timed_out, dead_lettered,
+    cancelled, waited_sum, waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m,
+    waited_more)
 SELECT to_timestamp(floor(extract(epoch FROM minute) / 900) * 900),
-       namespace, queue, handler, state,
-       sum(count),
-       sum(waited_sum),
-       sum(waited_100ms),
-       sum(waited_1s),
-       sum(waited_10s),
-       sum(waited_1m),
-       sum(waited_10m),
-       sum(waited_more)
+       namespace, queue, handler,
+       sum(finished), sum(succeeded), sum(failed), sum(timed_out), sum(dead_lettered),
+       sum(cancelled), sum(waited_sum), sum(waited_100ms), sum(waited_1s), sum(waited_10s),
+       sum(waited_1m), sum(waited_10m), sum(waited_more)
 FROM rota_chart_minutes
 WHERE minute >= %(hour_start)s::timestamptz AND minute < %(hour_until)s::timestamptz
-GROUP BY 1, namespace, queue, handler, state;
+GROUP BY 1, namespace, queue, handler;
 
 -- name: set_chart_counted_until
 INSERT INTO rota_chart_rollup (id, counted_until) VALUES (1, %(until)s::timestamptz)
@@ -98,25 +97,26 @@ ON CONFLICT (id) DO UPDATE SET counted_until = excluded.counted_until;
 -- top keys apart (series = their rank) and of every other key together (series 0), of
 -- one key only with only_namespace and only_key. The page draws series 0 alone;
 -- summing in the database returns at most (top + 1) x bars rows, whatever the keys.
--- The failure states are domain.charts.FAILURE_STATES (a test pins them).
-WITH rollup (at, namespace, key, state, count, waited_sum,
+-- The failure states are domain.charts.FAILURE_STATES (a test pins them); a row
+-- carries every state's count (migration 0028), so a bar of a key sums one row.
+WITH rollup (at, namespace, key, finished, succeeded, failures, waited_sum,
              waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more) AS (
     SELECT minute, namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END,
-           state, count, waited_sum,
+           finished, succeeded, failed + timed_out + dead_lettered + cancelled, waited_sum,
            waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more
     FROM rota_chart_minutes
     WHERE %(rollup)s::text = 'minutes'
       AND minute >= %(since)s::timestamptz AND minute < %(until)s::timestamptz
     UNION ALL
     SELECT quarter, namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END,
-           state, count, waited_sum,
+           finished, succeeded, failed + timed_out + dead_lettered + cancelled, waited_sum,
            waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more
     FROM rota_chart_quarters
     WHERE %(rollup)s::text = 'quarters'
       AND quarter >= %(since)s::timestamptz AND quarter < %(until)s::timestamptz
     UNION ALL
     SELECT hour, namespace, CASE WHEN %(by)s::text = 'handler' THEN handler ELSE queue END,
-           state, count, waited_sum,
+           finished, succeeded, failed + timed_out + dead_lettered + cancelled, waited_sum,
            waited_100ms, waited_1s, waited_10s, waited_1m, waited_10m, waited_more
     FROM rota_chart_hours
     WHERE %(rollup)s::text = 'hours'
@@ -127,10 +127,9 @@ seen AS NOT MATERIALIZED (
     WHERE %(namespaces)b::text[] IS NULL OR namespace = ANY(%(namespaces)b::text[])
 ),
 ranked AS MATERIALIZED (
-    SELECT namespace, key, sum(count)::bigint AS finished,
-           sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
-                    THEN count ELSE 0 END)::bigint AS failures,
-           row_number() OVER (ORDER BY sum(count) DESC, namespace, key) AS rank
+    SELECT namespace, key, sum(finished)::bigint AS finished,
+           sum(failures)::bigint AS failures,
+           row_number() OVER (ORDER BY sum(finished) DESC, namespace, key) AS rank
     FROM seen
     GROUP BY namespace, key
 )
@@ -143,10 +142,7 @@ UNION ALL
 -- Grouped by the row's instant, not its bar: one level's row is one bar.
 SELECT (extract(epoch FROM at - %(since)s::timestamptz) / %(bucket)s)::int,
        (CASE WHEN rank <= %(top)s THEN rank ELSE 0 END)::int, NULL, NULL,
-       sum(count)::bigint,
-       sum(CASE WHEN state = 'succeeded' THEN count ELSE 0 END)::bigint,
-       sum(CASE WHEN state IN ('failed', 'timed_out', 'dead_lettered', 'cancelled')
-                THEN count ELSE 0 END)::bigint,
+       sum(seen.finished)::bigint, sum(succeeded)::bigint, sum(seen.failures)::bigint,
        sum(waited_sum), sum(waited_100ms)::bigint, sum(waited_1s)::bigint,
        sum(waited_10s)::bigint, sum(waited_1m)::bigint, sum(waited_10m)::bigint,
        sum(waited_more)::bigint
