@@ -186,3 +186,32 @@ async def test_a_job_that_is_not_there_matches_nothing(store: Store) -> None:
         store, FakeClock(T0), BulkAction.CANCEL, RunSearch(), 0, ("default", "no")
     )
     assert (result.matched, result.affected, result.batches) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("states", "expected"),
+    [
+        ((), {"pending", "claimed", "succeeded"}),
+        ((RunState.PENDING,), {"pending"}),
+        ((RunState.SUCCEEDED,), {"succeeded"}),
+        ((RunState.CLAIMED, RunState.SUCCEEDED), {"claimed", "succeeded"}),
+        ((RunState.DEAD_LETTERED,), set()),
+    ],
+)
+async def test_a_search_and_its_count_read_every_home_its_states_can_be_in(
+    store: Store, states: tuple[RunState, ...], expected: set[str]
+) -> None:
+    """Live states are in the queue table, final ones in history (ADR 0027); a search
+    reads only the homes its states can be in, and finds the same runs as through both."""
+    await enqueue_one(store, T0)
+    done = await claim_one(store, at(1))
+    await store.complete([succeeded(done)], at(2))
+    await enqueue_one(store, at(3))
+    await claim_one(store, at(4))
+    await enqueue_one(store, at(5))
+    found = await store.search_runs(RunSearch(states=states, limit=10))
+    assert {run.state.value for run in found} == expected
+    assert len(found) == len(expected)
+    count, top_id = await store.bulk.count_matching_runs(RunSearch(states=states))
+    assert count == len(expected)
+    assert top_id == (max(run.id for run in found) if found else None)

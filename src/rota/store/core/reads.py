@@ -10,7 +10,7 @@ from typing import Any
 from rota.domain.labels import labels_json
 from rota.domain.runs import LOG_READ_LIMIT, Attempt, LogLine, Run, RunFilter
 from rota.domain.search import RunSearch, like_pattern
-from rota.domain.states import RunState
+from rota.domain.states import TERMINAL_STATES, RunState
 from rota.domain.stats import MINUTE, FinishedCount, QueueCount, Recount, minute_ceil, recount
 from rota.store.core.base import CoreBase
 from rota.store.dialect import Session
@@ -34,6 +34,11 @@ def search_filter(search: RunSearch) -> dict[str, Any]:
         "owner": search.owner,
         "labels": labels_json(search.labels),
         "priority": search.priority,
+        # Which homes can hold a run of the states asked for (ADR 0027): a finished run
+        # is in history, any other in the queue table. SQLite reads only those; on
+        # PostgreSQL the partition key prunes the same way by itself.
+        "in_live": not search.states or any(s not in TERMINAL_STATES for s in search.states),
+        "in_history": not search.states or any(s in TERMINAL_STATES for s in search.states),
     }
 
 

