@@ -19,14 +19,6 @@ from rota.domain.states import RunState
 StatesQuery = Annotated[list[RunState] | None, Query(description="Any of these states.")]
 
 
-def visible_namespaces(principal: Principal, namespace: str | None) -> tuple[str, ...] | None:
-    """The namespaces a filter reaches: the one asked for if the caller sees it (else
-    none), or every one the caller sees (None: all)."""
-    if namespace is not None:
-        return (namespace,) if principal.can_see(namespace) else ()
-    return None if principal.namespaces is None else tuple(sorted(principal.namespaces))
-
-
 def distinct_states(given: Iterable[RunState] | None) -> tuple[RunState, ...]:
     """The states asked for, each once, in the order given."""
     return tuple(dict.fromkeys(given or ()))
@@ -81,7 +73,7 @@ class RunFilters:
         """The search, in the namespaces the caller sees; a label that does not parse
         is an InvalidArgument (a 422 naming it)."""
         return RunSearch(
-            namespaces=visible_namespaces(principal, self.namespace),
+            namespaces=principal.reach(self.namespace),
             states=states,
             handler=self.handler,
             queue=self.queue,

@@ -11,22 +11,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from rota.cli.api_client import api_client, api_options, namespace_option
-from rota.cli.errors import fail
+from rota.cli.errors import instant_arg
 from rota.cli.output import print_json
 from rota.client import RotaClient
 from rota.domain.backfill import CONFIRM_ABOVE, MAX_BACKFILL_SLOTS
 
 CHUNK = 200  # slots per request: small enough for a moving bar, large enough to be quick
-
-
-def _instant(option: str, text: str) -> datetime:
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        fail(f"{option} {text!r} is not an ISO 8601 instant (e.g. 2026-10-19T00:00+02:00)", 2)
-    if value.tzinfo is None:
-        fail(f"{option} {text!r} has no UTC offset; add one (e.g. +02:00 or Z)", 2)
-    return value
 
 
 @click.command("backfill")
@@ -56,7 +46,7 @@ def backfill(
     """Create one run per slot of NAME's schedule in [--from, --to), in the schedule's
     own time zone; slots that have a run already are left alone (run it again
     safely). More than 1,000 slots need --yes; more than 10,000: split the range."""
-    first, last = _instant("--from", start), _instant("--to", end)
+    first, last = instant_arg("--from", start), instant_arg("--to", end)
     options: dict[str, Any] = {"namespace": namespace, "max_in_flight": max_in_flight}
     with api_client(url, token) as client:
         counted = client.backfill_job(name, first, last, confirm=yes, dry_run=True, **options)

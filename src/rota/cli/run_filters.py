@@ -4,13 +4,12 @@ A listing adds its page (``--limit``, ``--cursor``); a bulk action has none."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import click
 
 from rota.cli.api_client import F
-from rota.cli.errors import fail
+from rota.cli.errors import fail, instant_arg
 from rota.domain.labels import parse_labels
 from rota.errors import InvalidArgument
 
@@ -59,22 +58,10 @@ def label_filter(texts: tuple[str, ...]) -> dict[str, str]:
         fail(str(exc))
 
 
-def instant(option: str, text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        fail(f"{option} {text!r} is not an ISO 8601 instant (e.g. 2026-10-19T00:00+02:00)", 2)
-    if value.tzinfo is None:
-        fail(f"{option} {text!r} has no UTC offset; add one (e.g. +02:00 or Z)", 2)
-    return value
-
-
 def filter_values(given: dict[str, Any]) -> dict[str, Any]:
     """The options as the client's filters: the states a list, the labels a mapping,
     the instants parsed (a bad label or instant: one line, exit 2)."""
     values = {**given, "state": list(given["state"]), "labels": label_filter(given["labels"])}
     for name in ("created_after", "created_before"):
-        values[name] = instant("--" + name.replace("_", "-"), given[name])
+        values[name] = instant_arg("--" + name.replace("_", "-"), given[name])
     return values

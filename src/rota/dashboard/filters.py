@@ -9,7 +9,6 @@ from datetime import datetime
 
 from starlette.datastructures import QueryParams
 
-from rota.dashboard.reads import visible_namespaces
 from rota.domain.access import Principal
 from rota.domain.labels import Labels, check_labels, check_owner, parse_label
 from rota.domain.runs import MAX_PRIORITY, MIN_PRIORITY, check_name
@@ -61,7 +60,7 @@ def parse(
     labels = _labels(filters, query.getlist("label"))
     namespace = text["namespace"]
     filters.search = RunSearch(
-        namespaces=visible_namespaces(principal, namespace),
+        namespaces=principal.reach(namespace),
         states=states,
         handler=text["handler"],
         queue=text["queue"],

@@ -45,15 +45,6 @@ JOB_RUNS = 20
 LEADER_TERMS = 50
 
 
-def visible_namespaces(principal: Principal, asked: str | None) -> tuple[str, ...] | None:
-    """What a search may cover: the namespace asked for if the viewer reaches it (else
-    nothing, indistinguishable from an empty one), or every namespace the viewer
-    reaches (None: all of them)."""
-    if asked is not None:
-        return (asked,) if principal.can_see(asked) else ()
-    return None if principal.namespaces is None else tuple(sorted(principal.namespaces))
-
-
 # -- overview ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class QueueRow:
@@ -171,7 +162,7 @@ async def _pickup_delays(
     a sample read with the runs search, not a scan of the table."""
     runs = await store.search_runs(
         RunSearch(
-            namespaces=visible_namespaces(principal, None),
+            namespaces=principal.reach(None),
             created_after=since - WINDOW,
             limit=PICKUP_SAMPLE,
         )
@@ -308,7 +299,7 @@ async def workers(
     held = (
         await store.search_runs(
             RunSearch(
-                namespaces=visible_namespaces(principal, None),
+                namespaces=principal.reach(None),
                 states=(RunState.CLAIMED, RunState.RUNNING),
                 limit=run_service.MAX_PAGE,
             )

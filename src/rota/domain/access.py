@@ -94,6 +94,14 @@ class Principal:
     def can_see(self, namespace: str) -> bool:
         return self.namespaces is None or namespace in self.namespaces
 
+    def reach(self, asked: str | None) -> tuple[str, ...] | None:
+        """The namespaces a search may cover: the one asked for if this caller sees it
+        (else none, indistinguishable from an empty one), or every one it sees (None:
+        all of them)."""
+        if asked is not None:
+            return (asked,) if self.can_see(asked) else ()
+        return None if self.namespaces is None else tuple(sorted(self.namespaces))
+
 
 # -- API keys -------------------------------------------------------------------------
 # Format: rota_<key id: 16 hex>_<secret: 43 url-safe chars, 256 bits>. The id finds the
