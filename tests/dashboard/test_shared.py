@@ -47,3 +47,55 @@ async def test_a_failed_read_fails_its_waiters_and_the_next_one_reads_again() ->
     with pytest.raises(RuntimeError, match="database down"):
         await shared.get()
     assert await shared.get() == 7
+
+
+async def test_a_slightly_stale_value_is_served_while_a_new_one_is_read_behind() -> None:
+    clock = FakeClock()
+    release = asyncio.Event()
+    calls = 0
+
+    async def read() -> int:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            await release.wait()
+        return calls
+
+    shared = Shared(read, fresh=1.0, monotonic=clock.monotonic, stale_for=5.0)
+    assert await shared.get() == 1
+    clock.advance(2)
+    # Past fresh, within stale_for: the old value at once, one read started behind it.
+    assert await shared.get() == 1
+    assert await shared.get() == 1
+    await asyncio.sleep(0)  # the read behind starts
+    assert calls == 2
+    # The change feed always waits for a new reading: the one in flight.
+    feed = asyncio.create_task(shared.get(fresh=0.0))
+    await asyncio.sleep(0)
+    assert not feed.done()
+    release.set()
+    assert await asyncio.wait_for(feed, timeout=5) == 2
+    assert calls == 2
+    # Past fresh + stale_for: the request waits for a new reading.
+    clock.advance(10)
+    assert await shared.get() == 3
+
+
+async def test_a_failed_read_behind_keeps_the_last_good_value() -> None:
+    clock = FakeClock()
+    answers: list[object] = [1, RuntimeError("database down"), 3]
+
+    async def read() -> int:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return int(answer)  # type: ignore[call-overload]
+
+    shared = Shared(read, fresh=1.0, monotonic=clock.monotonic, stale_for=5.0)
+    assert await shared.get() == 1
+    clock.advance(2)
+    assert await shared.get() == 1  # the read behind it fails (and is logged)
+    for _ in range(10):  # let the failed read end
+        await asyncio.sleep(0)
+    assert await shared.get() == 1  # still within stale_for: the last good value
+    assert await shared.get(fresh=0.0) == 3

@@ -34,6 +34,10 @@ from rota.store.port import LeaderInfo, LeaderTerm, Store
 WINDOW = timedelta(hours=1)
 LIVE_FRESH_SECONDS = 0.5  # the change feed's interval: pages see what the feed saw
 HOUR_FRESH_SECONDS = 5.0  # the hour's chart moves in 5-minute bars
+# How much older a shared count may be and still be shown while a new one is read behind
+# the request (dashboard/shared.py): an open page's feed corrects it within 0.5 s.
+LIVE_STALE_FOR_SECONDS = 5.0
+HOUR_STALE_FOR_SECONDS = 25.0
 BUCKET_SECONDS = 300  # twelve bars in the overview's hour
 FAILED_STATES = frozenset(
     {RunState.FAILED, RunState.TIMED_OUT, RunState.DEAD_LETTERED, RunState.CANCELLED}
@@ -82,7 +86,9 @@ class ClusterCounts:
     the process (then narrowed per viewer): the live counts at most every
     LIVE_FRESH_SECONDS (the change feed reads them too), the hour's finished counts at
     most every HOUR_FRESH_SECONDS. Both are aggregates over every live run and over the
-    hour's finished runs, the dearest reads the dashboard makes on a big table."""
+    hour's finished runs, the dearest reads the dashboard makes on a big table, so a
+    page is given the last reading (up to the STALE_FOR seconds older) while a new one
+    is made behind it."""
 
     def __init__(self, store_of: Callable[[], Awaitable[Store]], clock: Clock) -> None:
         async def live() -> list[QueueCount]:
@@ -98,10 +104,10 @@ class ClusterCounts:
             since = queue_service.recent_since(await store.now(clock.db_now()))
             return await store.finished_counts(since, queue_service.MINUTE_BUCKETS)
 
-        self.live = Shared(live, LIVE_FRESH_SECONDS, clock.monotonic)
-        self.hour = Shared(hour, HOUR_FRESH_SECONDS, clock.monotonic)
+        self.live = Shared(live, LIVE_FRESH_SECONDS, clock.monotonic, LIVE_STALE_FOR_SECONDS)
+        self.hour = Shared(hour, HOUR_FRESH_SECONDS, clock.monotonic, HOUR_STALE_FOR_SECONDS)
         # The queues page's window (minutes: the leader's rollups answer it).
-        self.recent = Shared(recent, HOUR_FRESH_SECONDS, clock.monotonic)
+        self.recent = Shared(recent, HOUR_FRESH_SECONDS, clock.monotonic, HOUR_STALE_FOR_SECONDS)
 
 
 async def overview(

@@ -18,10 +18,10 @@ WHERE (%(namespaces)b::text[] IS NULL OR r.namespace = ANY(%(namespaces)b::text[
   AND (%(created_after)s::timestamptz IS NULL OR r.created_at >= %(created_after)s)
   AND (%(created_before)s::timestamptz IS NULL OR r.created_at < %(created_before)s)
   AND (%(pattern)s::text IS NULL
-       OR r.handler ILIKE %(pattern)s ESCAPE '\'
-       OR r.error ILIKE %(pattern)s ESCAPE '\'
-       OR EXISTS (SELECT 1 FROM rota_jobs j
-                  WHERE j.id = r.job_id AND j.name ILIKE %(pattern)s ESCAPE '\'));
+       OR lower(r.handler) LIKE lower(%(pattern)s) ESCAPE '\'
+       OR lower(r.error) LIKE lower(%(pattern)s) ESCAPE '\'
+       OR r.job_id IN (SELECT j.id FROM rota_jobs j
+                       WHERE lower(j.name) LIKE lower(%(pattern)s) ESCAPE '\'));
 
 -- name: delete_finished_runs
 -- The given runs that are finished (in history) and not a workflow's step (those go
