@@ -4,11 +4,25 @@ a stale one is read again; a failed read fails its waiters and is tried afresh."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from rota.clock import FakeClock
 from rota.dashboard.shared import Shared
+
+
+def answering(*answers: int | Exception) -> Callable[[], Awaitable[int]]:
+    """A read that gives each answer in turn (raising the exceptions)."""
+    left = list(answers)
+
+    async def read() -> int:
+        answer = left.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return read
 
 
 async def test_concurrent_requests_share_one_read() -> None:
@@ -35,15 +49,7 @@ async def test_concurrent_requests_share_one_read() -> None:
 
 async def test_a_failed_read_fails_its_waiters_and_the_next_one_reads_again() -> None:
     clock = FakeClock()
-    answers: list[object] = [RuntimeError("database down"), 7]
-
-    async def read() -> int:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return int(answer)  # type: ignore[call-overload]
-
-    shared = Shared(read, fresh=1.0, monotonic=clock.monotonic)
+    shared = Shared(answering(RuntimeError("database down"), 7), 1.0, clock.monotonic)
     with pytest.raises(RuntimeError, match="database down"):
         await shared.get()
     assert await shared.get() == 7
@@ -83,14 +89,7 @@ async def test_a_slightly_stale_value_is_served_while_a_new_one_is_read_behind()
 
 async def test_a_failed_read_behind_keeps_the_last_good_value() -> None:
     clock = FakeClock()
-    answers: list[object] = [1, RuntimeError("database down"), 3]
-
-    async def read() -> int:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return int(answer)  # type: ignore[call-overload]
-
+    read = answering(1, RuntimeError("database down"), 3)
     shared = Shared(read, fresh=1.0, monotonic=clock.monotonic, stale_for=5.0)
     assert await shared.get() == 1
     clock.advance(2)
