@@ -66,10 +66,15 @@ def test_the_example_signs_up_and_welcomes(database: str, tmp_path: Path):
         assert again.json() == {"detail": "ada@example.com has signed up already"}
 
         def welcomed() -> dict[str, object] | None:
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()
             run = httpx.get(f"{base}/runs/{run_id}", timeout=10).json()
             return run if run["state"] == "succeeded" else None
 
-        run = wait_until(welcomed, timeout=30, what="the worker to welcome ada")
+        try:
+            run = wait_until(welcomed, timeout=30, what="the worker to welcome ada")
+        except AssertionError as exc:
+            log = (tmp_path / "worker.log").read_text()
+            raise AssertionError(f"{exc}; the worker's log:\n{log}") from None
         assert run["result"] == "welcomed ada@example.com"
         # The refused signup's run was rolled back with it.
         assert httpx.get(f"{base}/runs/{run_id + 1}", timeout=10).status_code == 404
