@@ -46,6 +46,12 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     # (f)'s keyed drain, and its ratio to the plain drain measured just before it.
     "keyed drain jobs/s (2 processes, 100 keys x limit 5)": ("keyed", "jobs/s", True),
     "keyed / plain drain": ("keyed", "ratio", True),
+    # A cron slot's runs (job_id and slot_at set, all due at one instant) drained by 2
+    # processes, beside a plain drain of as many runs measured just before it (issue 25).
+    "slot drain jobs/s (2 processes)": ("slot", "jobs/s", True),
+    "slot / plain drain": ("slot", "ratio", True),
+    "slot drain server CPU µs/job": ("slot", "µs", False),
+    "plain drain server CPU µs/job (beside slot)": ("slot", "µs", False),
     "pickup latency p50 ms": ("latency", "ms", False),
     "pickup latency p99 ms": ("latency", "ms", False),
     "pickup after 3 s idle ms (worst of 3)": ("latency", "ms", False),
@@ -56,7 +62,7 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "SQLite worker CPU µs/job (1 process)": ("sqlite", "µs", False),
     "SQLite worker CPU µs/job (2 processes)": ("sqlite", "µs", False),
 }
-SCENARIOS = ("enqueue", "drain", "keyed", "latency", "sqlite")
+SCENARIOS = ("enqueue", "drain", "keyed", "slot", "latency", "sqlite")
 
 
 # -- the child: one measurement of one revision ---------------------------------
@@ -105,6 +111,21 @@ def measure(scenario: str, jobs: int) -> dict[str, float]:
             "keyed drain jobs/s (2 processes, 100 keys x limit 5)": keyed.jobs_per_s,
             "keyed / plain drain": keyed.jobs_per_s / plain.jobs_per_s,
         }
+    if scenario == "slot":
+        from bench.rota_runner import prefill_slot
+
+        plain = scenarios.pg_drain_once(cfg, system, processes=2)
+        slot = scenarios.pg_drain_once(cfg, system, processes=2, prefill=prefill_slot)
+        measured = {
+            "slot drain jobs/s (2 processes)": slot.jobs_per_s,
+            "slot / plain drain": slot.jobs_per_s / plain.jobs_per_s,
+        }
+        if slot.server_cpu_s is not None and plain.server_cpu_s is not None:
+            measured["slot drain server CPU µs/job"] = slot.server_cpu_s / jobs * 1e6
+            measured["plain drain server CPU µs/job (beside slot)"] = (
+                plain.server_cpu_s / jobs * 1e6
+            )
+        return measured
     elif scenario == "latency":
         stats = latency_once(cfg, system)
         return {

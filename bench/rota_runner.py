@@ -225,6 +225,29 @@ async def prefill_keyed(url: str, total: int, keys: int, key_limit: int, batch: 
         await app.aclose()
 
 
+def slot_runs(offset: int, count: int, slot: Any) -> list[Any]:
+    """No-op runs as a cron slot's: each of its own job (job_id) for one slot (slot_at),
+    due at the slot (what the planner writes for ``* * * * *`` jobs, bench (g))."""
+    from rota.domain.runs import NewRun
+
+    return [
+        NewRun(handler="noop", payload_json="null", run_at=slot, job_id=i + 1, slot_at=slot)
+        for i in range(offset, offset + count)
+    ]
+
+
+async def prefill_slot(url: str, total: int, batch: int = 5000) -> None:
+    """``total`` slot runs of one slot already passed, so all are due at the start line."""
+    app = make_app(url)
+    try:
+        store = await app.store()
+        slot = (await store.now(None)).replace(microsecond=0)
+        for offset in range(0, total, batch):
+            await store.enqueue(slot_runs(offset, min(batch, total - offset), slot), None)
+    finally:
+        await app.aclose()
+
+
 async def count_finished(url: str) -> None:
     """The leader's per-minute counts of finished runs (the overview's and the charts'),
     once (a leader does it every minute; the dashboard bench's server runs without one)."""

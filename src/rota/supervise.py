@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import structlog
 
-from rota.clock import next_tick
+from rota.clock import TICK_PHASE_SECONDS, next_tick
 from rota.errors import StoreError, StoreUnavailable
 from rota.observe import hooks
 
@@ -142,13 +142,15 @@ async def every(
     first_now: bool = False,
     sleep: Sleep = asyncio.sleep,
     wall: Callable[[], float] | None = None,
+    phase: float = TICK_PHASE_SECONDS,
 ) -> None:
     """Call ``turn`` every ``seconds`` while ``keep_going()`` holds (checked before
     every turn, so a loop whose cancellation was swallowed still ends by itself).
 
     With ``wall`` (seconds since the epoch, from the node's Clock) the turns fall on
-    absolute instants, :func:`rota.clock.next_tick`, instead of ``seconds`` after the
-    previous turn ended: the leader's ticks do not drift by the work they do.
+    absolute instants, :func:`rota.clock.next_tick` (``phase + k * seconds``), instead
+    of ``seconds`` after the previous turn ended: the leader's ticks do not drift by
+    the work they do.
 
     A turn that raises is logged and counted, and the next one comes after a backoff
     capped at ``seconds`` (a failed lease renewal is retried sooner, not later). After
@@ -164,7 +166,7 @@ async def every(
         if wall is None:
             return seconds
         now = wall()
-        return max(next_tick(now, seconds) - now, 0.0)
+        return max(next_tick(now, seconds, phase) - now, 0.0)
 
     if not first_now:
         await sleep(pause())

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import cast
 
 import pytest
 
 from rota.clock import FakeClock, next_tick
+from rota.config import Settings
+from rota.engine.housekeeping import Housekeeper, duty_phase
 from rota.errors import InvalidArgument, StoreUnavailable
+from rota.store.port import Store
 from rota.supervise import (
     Backoff,
     GaveUp,
@@ -232,3 +236,43 @@ async def test_every_on_absolute_instants_does_not_drift_by_its_work():
     )
     origin = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
     assert [round(s - origin, 6) for s in starts] == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
+
+
+async def test_every_falls_on_its_own_phase():
+    clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
+    starts: list[float] = []
+
+    async def turn() -> None:
+        starts.append(clock.now().timestamp())
+
+    async def sleep(seconds: float) -> None:
+        clock.advance(seconds)
+        await asyncio.sleep(0)
+
+    await every(
+        "vacuum",
+        15.0,
+        turn,
+        Restarts(),
+        keep_going=lambda: len(starts) < 4,
+        sleep=sleep,
+        wall=lambda: clock.now().timestamp(),
+        phase=8.0,
+    )
+    origin = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    assert [round(s - origin, 6) for s in starts] == [8.0, 23.0, 38.0, 53.0]
+
+
+def test_only_the_planner_ticks_in_the_seconds_after_a_cron_slot():
+    """A minute's slot drains in its first seconds; the other duties tick later."""
+    clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
+    keeper = Housekeeper(cast(Store, object()), Settings(), clock)
+    slot = datetime(2026, 1, 1, 0, 1, tzinfo=UTC).timestamp()  # a whole minute
+    for name, seconds, _ in keeper._duties():
+        first = next_tick(slot, seconds, duty_phase(name, seconds)) - slot
+        if name == "planner":
+            assert first == 0.5
+        elif seconds >= 10:
+            assert first >= 5.0, name
+        else:  # the reaper: every few seconds, it cannot miss a drain; not on the slot
+            assert first >= seconds / 2, name

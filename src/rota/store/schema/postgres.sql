@@ -543,8 +543,6 @@ CREATE INDEX rota_runs_deadline ON public.rota_runs_live USING btree (deadline) 
 
 CREATE INDEX rota_runs_due ON public.rota_runs_live USING btree (run_at) WHERE (state = ANY (ARRAY['pending'::text, 'retrying'::text]));
 
-CREATE INDEX rota_runs_job_live ON public.rota_runs_live USING btree (job_id, state) WHERE (job_id IS NOT NULL);
-
 CREATE INDEX rota_runs_leased ON public.rota_runs_live USING btree (id) WHERE (state = ANY (ARRAY['claimed'::text, 'running'::text]));
 
 CREATE INDEX rota_runs_live_job_id_id_idx ON public.rota_runs_live USING btree (job_id, id) WHERE (job_id IS NOT NULL);

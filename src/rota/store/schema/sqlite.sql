@@ -458,8 +458,6 @@ CREATE INDEX rota_runs_deadline ON rota_runs_live (deadline)
 
 CREATE INDEX rota_runs_due ON rota_runs_live (run_at) WHERE state IN ('pending', 'retrying');
 
-CREATE INDEX rota_runs_job_live ON rota_runs_live (job_id, state) WHERE job_id IS NOT NULL;
-
 CREATE INDEX rota_runs_leased ON rota_runs_live (id) WHERE state IN ('claimed', 'running');
 
 CREATE UNIQUE INDEX rota_runs_live_idempotency
