@@ -175,8 +175,9 @@ def dashboard_lines(results: Results) -> list[str]:
         "sequential GETs on one keep-alive client. Times are the client's on loopback "
         "(the server's render plus the hop); client, server and database share the 2 "
         "CPUs. The overview's cluster counts are one read shared by every request of the "
-        "process (live counts at most every 0.5 s, the hour's finished counts every 5 s): "
-        "its **max** is a request that made that read itself. The `(read)` rows time "
+        "process (live counts at most every 0.5 s, the hour's finished counts every 5 s), "
+        "and a page is served the last reading while the next is made behind it: only "
+        "a page's first request waits for it. The `(read)` rows time "
         "those two reads alone, called on the store directly (finished counts: the "
         "last hour in 5-minute buckets, after the leader's per-minute count).",
     ]
