@@ -270,6 +270,7 @@ def test_only_the_planner_ticks_in_the_seconds_after_a_cron_slot():
     slot = datetime(2026, 1, 1, 0, 1, tzinfo=UTC).timestamp()  # a whole minute
     for name, seconds, _ in keeper._duties():
         first = next_tick(slot, seconds, duty_phase(name, seconds)) - slot
+        assert first % 1 == 0.5, name  # never on a whole second: a slot with seconds
         if name == "planner":
             assert first == 0.5
         elif seconds >= 10:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
@@ -48,14 +49,16 @@ COUNT_FINISHED_EVERY_SECONDS = 60.0  # a minute is counted within a minute of se
 def duty_phase(name: str, seconds: float) -> float:
     """Where on its period a duty's turns fall (:func:`rota.clock.next_tick`'s phase).
     The planner ticks half a second past each whole second, just after a cron slot (a
-    slot is on a whole minute). Every other duty ticks half its period later, off the
-    slots: the per-minute ones (pruning, the finished counts and chart rollups) at :30.5,
-    the vacuum at :08, :23, :38 and :53, the gauges at :05.5, :15.5, ..., so none lands
-    in the first seconds after a slot, while its runs drain (issue 25: at :00.5 they
-    took ~0.4 s of the server's time out of a 100,000-run slot's drain)."""
+    slot is on a whole minute). Every other duty ticks about half its period later, off
+    the slots: the per-minute ones (pruning, the finished counts and chart rollups) at
+    :30.5, the vacuum at :07.5, :22.5, :37.5 and :52.5, the gauges at :05.5, :15.5, ...,
+    so none lands in the first seconds after a minute's slot, while its runs drain
+    (issue 25: at :00.5 they took ~0.4 s of the server's time out of a 100,000-run
+    slot's drain). Whole seconds are kept for the slots themselves (cron has seconds):
+    every duty stays half a second off them."""
     if name == "planner":
         return TICK_PHASE_SECONDS
-    return TICK_PHASE_SECONDS + seconds / 2
+    return TICK_PHASE_SECONDS + math.floor(seconds / 2)
 
 
 # Consecutive failures of one duty, over at least a leader lease, after which the
