@@ -94,6 +94,40 @@ async def test_concurrent_migrations_apply_each_version_once(empty_url: str) -> 
     assert sorted(v for versions in applied for v in versions) == list(range(1, latest + 1))
 
 
+async def test_processes_opening_one_empty_database_at_once_all_start(empty_url: str) -> None:
+    """A web service and its worker started together on a fresh database (the FastAPI
+    example): each reads the schema's version and migrates; none may fail on the other's
+    CREATE (PostgreSQL refused a second CREATE TABLE IF NOT EXISTS of the version table
+    made outside the migration lock: a duplicate key in pg_type)."""
+    opened = await bounded(
+        asyncio.gather(
+            *(open_store(Settings(database_url=empty_url)) for _ in range(4)),
+            return_exceptions=True,
+        )
+    )
+    failed = [repr(s) for s in opened if isinstance(s, BaseException)]
+    for store in opened:
+        if not isinstance(store, BaseException):
+            await store.close()
+    assert failed == []
+
+
+async def test_reading_the_version_of_an_empty_postgres_database_creates_nothing(
+    empty_url: str,
+) -> None:
+    if empty_url.startswith("sqlite"):
+        pytest.skip("SQLite's writer lock makes the version table's CREATE safe anywhere")
+    store = _store(empty_url)
+    await store.open()
+    try:
+        assert (await store.schema_status()).current == 0
+    finally:
+        await store.close()
+    with psycopg.connect(empty_url, autocommit=True) as conn:
+        row = conn.execute("SELECT to_regclass('rota_schema_migrations')").fetchone()
+    assert row == (None,)
+
+
 async def test_open_store_migrates_an_empty_database(empty_url: str) -> None:
     store = await open_store(Settings(database_url=empty_url))
     try:

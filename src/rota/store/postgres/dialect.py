@@ -147,8 +147,14 @@ class PgDialect:
                 yield conn
 
     async def schema_version(self) -> int:
+        """The applied version, read without creating anything: two processes starting
+        on a fresh database (a web service and its worker) must not both CREATE the
+        version table outside the migration lock (PostgreSQL then fails one of them on
+        pg_type's unique index)."""
         async with self.connection() as conn:
-            return await _current_version(conn)
+            cur = await conn.execute("SELECT to_regclass('rota_schema_migrations') IS NOT NULL")
+            row = await cur.fetchone()
+            return await _current_version(conn) if row and row[0] else 0
 
     async def migrate(self) -> list[int]:
         applied: list[int] = []
@@ -290,6 +296,8 @@ class PgDialect:
 
 
 async def _current_version(conn: psycopg.AsyncConnection[Any]) -> int:
+    """The applied version; the version table is made if missing, so only under the
+    migration lock (migrate) or once it exists (schema_version)."""
     await conn.execute(
         "CREATE TABLE IF NOT EXISTS rota_schema_migrations ("
         " version integer PRIMARY KEY, name text NOT NULL,"
