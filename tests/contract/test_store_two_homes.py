@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from rota.domain.runs import RunFilter
+from rota.domain.runs import LogLine, RunFilter
 from rota.domain.states import TERMINAL_STATES, RunState
 from rota.errors import InvalidTransition
 from rota.store.port import ClaimRequest, Store
@@ -252,19 +252,25 @@ async def test_an_upgrade_puts_every_kept_run_in_its_home(old_kind: str, old_url
         await store.close()
 
 
-async def test_retention_drops_a_whole_day_of_history_with_its_attempts_and_keys(
+async def test_retention_drops_a_whole_day_of_history_with_its_attempts_logs_and_keys(
     store: Store, db_url: str
 ) -> None:
     """PostgreSQL retires a day partition whole once all of it is older than the
-    cutoff; SQLite keeps history in one table and prunes it in batches instead."""
+    cutoff, and the same day of attempts and log lines with it (migration 30);
+    SQLite keeps history in one table and prunes it in batches instead."""
     day_before = T0 - timedelta(days=1)
     if not db_url.startswith("sqlite"):
         async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
             await conn.execute("SELECT rota_make_history_days(%s::date, 1)", (day_before,))
     await store.enqueue([new_run(), new_run(idempotency_key="once")], day_before)
     claimed = await claim(store, now=day_before, limit=2)
+    lines = [LogLine(c.run_id, 1, day_before, "info", "working") for c in claimed]
+    assert await store.append_logs(lines, {c.run_id: c.fence for c in claimed}) == 2
     await store.complete([succeeded(c) for c in claimed], day_before)
     [kept] = await store.enqueue([new_run()], T0)
+    assert await store.append_logs(
+        [LogLine(kept.run_id, 0, T0, "info", "queued")], {kept.run_id: 0}
+    )
 
     retired = await store.retire_history(T0 - timedelta(hours=13))  # the day is not over
     assert retired == 0
@@ -277,7 +283,9 @@ async def test_retention_drops_a_whole_day_of_history_with_its_attempts_and_keys
     for c in claimed:
         assert await store.get_run(c.run_id) is None
         assert await store.attempts(c.run_id) == []
+        assert await store.logs(c.run_id) == []
     assert await state_of(store, kept.run_id) is RunState.PENDING
+    assert [line.message for line in await store.logs(kept.run_id)] == ["queued"]
     # The key went with its run: it names a new one now.
     [again] = await store.enqueue([new_run(idempotency_key="once")], T0)
     assert again.created

@@ -16,6 +16,9 @@ ALTER SEQUENCE rota_events_id_seq OWNED BY rota_events.id;
 CREATE SEQUENCE rota_run_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1;
 ALTER SEQUENCE rota_run_id_seq OWNED BY rota_runs.id;
 
+CREATE SEQUENCE rota_run_log_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1;
+ALTER SEQUENCE rota_run_log_id_seq OWNED BY rota_run_logs.id;
+
 CREATE SEQUENCE rota_webhook_deliveries_id_seq AS bigint START 1 INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1;
 ALTER SEQUENCE rota_webhook_deliveries_id_seq OWNED BY rota_webhook_deliveries.id;
 
@@ -56,9 +59,12 @@ CREATE TABLE rota_attempts (
     finished_at timestamp with time zone NOT NULL,
     outcome text NOT NULL,
     error text,
-    CONSTRAINT rota_attempts_pkey PRIMARY KEY (run_id, fence)
+    CONSTRAINT rota_attempts_pkey PRIMARY KEY (run_id, fence, finished_at)
 )
-    WITH (autovacuum_vacuum_scale_factor=0.02);
+    PARTITION BY RANGE (finished_at);
+
+CREATE TABLE rota_attempts_default PARTITION OF rota_attempts
+    DEFAULT;
 
 CREATE TABLE rota_audit_log (
     id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
@@ -320,15 +326,19 @@ CREATE TABLE rota_rates (
 );
 
 CREATE TABLE rota_run_logs (
-    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    id bigint DEFAULT nextval('rota_run_log_id_seq'::regclass) NOT NULL,
     run_id bigint NOT NULL,
     attempt integer NOT NULL,
     at timestamp with time zone NOT NULL,
     level text NOT NULL,
     message text NOT NULL,
     fields jsonb DEFAULT '{}'::jsonb NOT NULL,
-    CONSTRAINT rota_run_logs_pkey PRIMARY KEY (id)
-);
+    CONSTRAINT rota_run_logs_pkey PRIMARY KEY (id, at)
+)
+    PARTITION BY RANGE (at);
+
+CREATE TABLE rota_run_logs_default PARTITION OF rota_run_logs
+    DEFAULT;
 
 CREATE TABLE rota_runs (
     id bigint DEFAULT nextval('rota_run_id_seq'::regclass) NOT NULL,
@@ -503,7 +513,9 @@ CREATE INDEX rota_jobs_due ON public.rota_jobs USING btree (next_fire_at) WHERE 
 
 CREATE INDEX rota_rate_starts_leaving ON public.rota_rate_starts USING btree (leaves_at);
 
-CREATE INDEX rota_run_logs_run ON public.rota_run_logs USING btree (run_id, id);
+CREATE INDEX rota_run_logs_run ON ONLY public.rota_run_logs USING btree (run_id, id);
+
+CREATE INDEX rota_run_logs_default_run_id_id_idx ON public.rota_run_logs_default USING btree (run_id, id);
 
 CREATE INDEX rota_runs_job_id ON ONLY public.rota_runs USING btree (job_id, id) WHERE (job_id IS NOT NULL);
 
@@ -627,28 +639,47 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION public.rota_day_partitions(parent regclass)
+ RETURNS TABLE(name text, starts timestamp with time zone, ends timestamp with time zone)
+ LANGUAGE sql
+ STABLE
+AS $function$
+    SELECT c.relname::text,
+           CASE WHEN c.relname ~ '_upto_[0-9]{8}$' THEN '-infinity'::timestamptz
+                ELSE to_date(right(c.relname, 8), 'YYYYMMDD')::timestamp AT TIME ZONE 'UTC'
+           END,
+           (to_date(right(c.relname, 8), 'YYYYMMDD')
+            + CASE WHEN c.relname ~ '_upto_[0-9]{8}$' THEN 0 ELSE 1 END)::timestamp
+               AT TIME ZONE 'UTC'
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = parent AND c.relname ~ '_[0-9]{8}$'
+$function$;
+
 CREATE OR REPLACE FUNCTION public.rota_make_history_days(first_day date, days integer)
  RETURNS integer
  LANGUAGE plpgsql
 AS $function$
 DECLARE
     day date;
+    parent text;
     made integer := 0;
     name text;
 BEGIN
     FOR i IN 0 .. days - 1 LOOP
         day := first_day + i;
-        name := 'rota_runs_history_' || to_char(day, 'YYYYMMDD');
-        CONTINUE WHEN to_regclass(name) IS NOT NULL;
-        BEGIN
-            EXECUTE format('CREATE TABLE %I PARTITION OF rota_runs_history'
-                           ' FOR VALUES FROM (%L) TO (%L)',
-                           name, day::timestamp AT TIME ZONE 'UTC',
-                           (day + 1)::timestamp AT TIME ZONE 'UTC');
-            made := made + 1;
-        EXCEPTION
-            WHEN invalid_object_definition OR check_violation THEN NULL;
-        END;
+        FOREACH parent IN ARRAY ARRAY['rota_runs_history', 'rota_attempts', 'rota_run_logs']
+        LOOP
+            name := parent || '_' || to_char(day, 'YYYYMMDD');
+            CONTINUE WHEN to_regclass(name) IS NOT NULL;
+            BEGIN
+                EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
+                               name, parent, day::timestamp AT TIME ZONE 'UTC',
+                               (day + 1)::timestamp AT TIME ZONE 'UTC');
+                made := made + 1;
+            EXCEPTION
+                WHEN invalid_object_definition OR check_violation THEN NULL;
+            END;
+        END LOOP;
     END LOOP;
     RETURN made;
 END
@@ -682,39 +713,47 @@ $function$;
 CREATE OR REPLACE FUNCTION public.rota_retire_history(older_than timestamp with time zone)
  RETURNS bigint
  LANGUAGE plpgsql
+ SET lock_timeout TO '500ms'
 AS $function$
 DECLARE
     part record;
     runs bigint;
     kept boolean;
     retired bigint := 0;
+    going text[] := '{}';
+    horizon timestamptz;
 BEGIN
     PERFORM rota_make_history_days((now() AT TIME ZONE 'UTC')::date, 3);
-    FOR part IN
-        SELECT name, ends FROM (
-            SELECT c.relname AS name,
-                   CASE WHEN c.relname ~ '^rota_runs_history_[0-9]{8}$'
-                        THEN to_date(right(c.relname, 8), 'YYYYMMDD') + 1
-                        WHEN c.relname ~ '^rota_runs_history_upto_[0-9]{8}$'
-                        THEN to_date(right(c.relname, 8), 'YYYYMMDD') END AS ends
-            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-            WHERE i.inhparent = 'rota_runs_history'::regclass) AS p
-        WHERE ends IS NOT NULL
-        ORDER BY ends
-    LOOP
-        EXIT WHEN part.ends::timestamp AT TIME ZONE 'UTC' > older_than;
+    FOR part IN SELECT * FROM rota_day_partitions('rota_runs_history') ORDER BY ends LOOP
+        EXIT WHEN part.ends > older_than;
         EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I p JOIN rota_workflow_runs w'
                        ' ON w.id = p.workflow_run_id)', part.name) INTO STRICT kept;
         CONTINUE WHEN kept;
-        EXECUTE format('DELETE FROM rota_attempts WHERE run_id IN (SELECT id FROM %I)', part.name);
-        EXECUTE format('DELETE FROM rota_run_logs WHERE run_id IN (SELECT id FROM %I)', part.name);
         EXECUTE format('DELETE FROM rota_idempotency_keys WHERE run_id IN'
                        ' (SELECT id FROM %I WHERE idempotency_key IS NOT NULL)', part.name);
         EXECUTE format('SELECT count(*) FROM %I', part.name) INTO STRICT runs;
-        EXECUTE format('DROP TABLE %I', part.name);
+        going := going || part.name;
         retired := retired + runs;
     END LOOP;
+    -- least() passes over a NULL: with no day of history left, older_than alone.
+    SELECT least(older_than, min(d.starts)) INTO horizon
+    FROM rota_day_partitions('rota_runs_history') AS d WHERE d.name <> ALL (going);
+    SELECT going || coalesce(array_agg(d.name), '{}') INTO going
+    FROM (SELECT * FROM rota_day_partitions('rota_attempts')
+          UNION ALL SELECT * FROM rota_day_partitions('rota_run_logs')) AS d
+    WHERE d.ends <= horizon;
+    IF cardinality(going) > 0 THEN
+        LOCK TABLE rota_attempts, rota_run_logs, rota_runs_history IN ACCESS EXCLUSIVE MODE;
+        FOR i IN 1 .. cardinality(going) LOOP
+            EXECUTE format('DROP TABLE %I', going[i]);
+        END LOOP;
+    END IF;
+    DELETE FROM rota_attempts_default WHERE finished_at < horizon;
+    DELETE FROM rota_run_logs_default WHERE at < horizon;
     RETURN retired;
+EXCEPTION
+    WHEN lock_not_available THEN
+        RETURN 0;  -- everything above is undone with the block; the next round retries
 END
 $function$;
 

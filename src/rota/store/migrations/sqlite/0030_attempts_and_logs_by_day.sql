@@ -1,0 +1,4 @@
+-- rota schema version 30 (SQLite): no step. PostgreSQL keeps attempts and log lines a
+-- day a partition, so retention drops them with their day of history (its migration 30,
+-- ADR 0027); SQLite keeps history in one table and prunes it, with its runs' attempts
+-- and logs, in bounded batches. This file keeps the two dialects' numbers alike (ADR 0033).
