@@ -6,7 +6,7 @@ fresh database, in one repeat so machine drift hits all alike:
 - unconstrained (the reference);
 - the handler rate-limited to RATE/second: the drain should run at the rate, not
   above it (it is enforced) and not far below it (the limit is reached). Both are read
-  from the recorded start instants (rota_attempts.started_at, the claim's instant that
+  from the recorded start instants (rota_run_attempts.started_at, the claim's instant that
   the rate log counts): the most starts any window of one period saw, and the pace
   after the first window (which may start RATE runs at once: the burst a sliding
   window allows) to the last full second;
@@ -30,7 +30,7 @@ from bench.systems import RotaWorkerSettings, rota_system
 
 RATE = 5000
 STARTS_SQL = (
-    "SELECT (EXTRACT(EPOCH FROM started_at) * 1000000)::bigint FROM rota_attempts"
+    "SELECT (EXTRACT(EPOCH FROM started_at) * 1000000)::bigint FROM rota_run_attempts"
     " ORDER BY started_at"
 )
 UNCONSTRAINED = "2 processes, no rate, no breaker"
@@ -141,7 +141,7 @@ def rates_lines(results: Results) -> list[str]:
         "breaker that stays closed (its overhead is the gap to the reference). The rated "
         "drain's jobs/s above is over the whole drain, which the first window's burst "
         f"(up to {RATE:,} starts at once) speeds up; the table of starts reads the "
-        "recorded start instants (`rota_attempts.started_at`, the claim's instant the "
+        "recorded start instants (`rota_run_attempts.started_at`, the claim's instant the "
         "rate log counts): the most starts any one-second span saw (the limit forbids "
         f"more than {RATE:,}), and the pace from one second after the first start to "
         "the last whole second after that, which is what the limit lets a drain "

@@ -29,8 +29,13 @@ UNFINISHED_SQL = (
     " OR EXISTS (SELECT 1 FROM rota_runs WHERE state IN ('claimed', 'running')) AS integer)"
 )
 SUCCEEDED_SQL = "SELECT count(*) FROM rota_runs WHERE state = 'succeeded'"
-# One attempt row per execution: more attempts than runs would mean a run ran twice.
-ATTEMPTS_SQL = "SELECT count(*) FROM rota_attempts"
+# Executions: more than runs would mean a run ran twice. A run's succeeded attempt may
+# be kept in the run's own row, not as an attempt row: the attempts that did not
+# succeed, plus the runs that did.
+ATTEMPTS_SQL = (
+    "SELECT (SELECT count(*) FROM rota_attempts WHERE outcome <> 'succeeded')"
+    " + (SELECT count(*) FROM rota_runs WHERE state = 'succeeded')"
+)
 
 
 def version() -> str:

@@ -102,5 +102,5 @@ def run_with_fault(
     # (an invariant when the database stays up; a figure when it was away past a lease).
     ctx.figure(
         "leases lost by live workers",
-        ctx.scalar("SELECT count(*) FROM rota_attempts WHERE outcome = 'lost'"),
+        ctx.scalar("SELECT count(*) FROM rota_run_attempts WHERE outcome = 'lost'"),
     )

@@ -41,22 +41,22 @@ def check(ctx: Context, expect: Expect) -> dict[str, int]:
             "SELECT id, state, attempt, error FROM rota_runs WHERE state <> 'succeeded' ORDER BY id"
         ),
         "runs with two successful attempts": ctx.sql(
-            "SELECT run_id, count(*) FROM rota_attempts WHERE outcome = 'succeeded'"
+            "SELECT run_id, count(*) FROM rota_run_attempts WHERE outcome = 'succeeded'"
             " GROUP BY run_id HAVING count(*) > 1"
         ),
         "success recorded under a stale fence": ctx.sql(
-            "SELECT a.run_id, a.fence, r.fence FROM rota_attempts a JOIN rota_runs r"
+            "SELECT a.run_id, a.fence, r.fence FROM rota_run_attempts a JOIN rota_runs r"
             " ON r.id = a.run_id WHERE a.outcome = 'succeeded' AND a.fence <> r.fence"
         ),
         "fences not monotonic per run": ctx.sql(
             "SELECT run_id, fence, attempt, prev_attempt FROM ("
             " SELECT run_id, fence, attempt, started_at,"
             "  lag(attempt) OVER w AS prev_attempt, lag(started_at) OVER w AS prev_started"
-            " FROM rota_attempts WINDOW w AS (PARTITION BY run_id ORDER BY fence)) t"
+            " FROM rota_run_attempts WINDOW w AS (PARTITION BY run_id ORDER BY fence)) t"
             " WHERE attempt < prev_attempt OR started_at < prev_started"
         )
         + ctx.sql(
-            "SELECT a.run_id, a.fence, r.fence FROM rota_attempts a JOIN rota_runs r"
+            "SELECT a.run_id, a.fence, r.fence FROM rota_run_attempts a JOIN rota_runs r"
             " ON r.id = a.run_id WHERE a.fence > r.fence"
         ),
         "runs stuck claimed with an expired lease": _stuck(ctx),
@@ -74,12 +74,12 @@ def check(ctx: Context, expect: Expect) -> dict[str, int]:
     }
     if expect.never_fail:
         violations["attempts spent by infrastructure faults"] = ctx.sql(
-            "SELECT run_id, fence, outcome, substr(error, 1, 160) FROM rota_attempts"
+            "SELECT run_id, fence, outcome, substr(error, 1, 160) FROM rota_run_attempts"
             f" WHERE outcome IN {SPENT_OUTCOMES} ORDER BY run_id"
         )
     if expect.no_lost_leases:
         violations["leases lost by live workers"] = ctx.sql(
-            "SELECT run_id, fence, worker_id, substr(error, 1, 120) FROM rota_attempts"
+            "SELECT run_id, fence, worker_id, substr(error, 1, 120) FROM rota_run_attempts"
             " WHERE outcome = 'lost' ORDER BY run_id"
         )
     if expect.effects:
@@ -133,14 +133,14 @@ def _effects(ctx: Context) -> dict[str, list[object]]:
 
 
 def _attempt_figures(ctx: Context) -> None:
-    outcomes = dict(ctx.sql("SELECT outcome, count(*) FROM rota_attempts GROUP BY outcome"))
+    outcomes = dict(ctx.sql("SELECT outcome, count(*) FROM rota_run_attempts GROUP BY outcome"))
     ctx.figure("attempt outcomes", outcomes)
     ctx.figure(
         "runs needing more than one attempt",
         ctx.scalar("SELECT count(*) FROM rota_runs WHERE attempt > 1"),
     )
     twice_lost = ctx.sql(
-        "SELECT run_id, count(*) FROM rota_attempts WHERE outcome = 'lost'"
+        "SELECT run_id, count(*) FROM rota_run_attempts WHERE outcome = 'lost'"
         " GROUP BY run_id HAVING count(*) > 1 ORDER BY run_id"
     )
     if twice_lost:

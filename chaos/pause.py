@@ -61,7 +61,7 @@ def refused_in_log(ctx: Context, node: str, run_id: int) -> str | None:
 def attempt_lost_at(ctx: Context, run_id: int, fence: int) -> float | None:
     """When the reaper recorded attempt ``fence`` of ``run_id`` as lost (epoch s)."""
     value = ctx.scalar(
-        "SELECT extract(epoch FROM finished_at)::float8 FROM rota_attempts"
+        "SELECT extract(epoch FROM finished_at)::float8 FROM rota_run_attempts"
         " WHERE run_id = %s AND fence = %s AND outcome = 'lost'",
         (run_id, fence),
     )

@@ -3,11 +3,13 @@ check (recorded_outcomes)."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from rota.domain.runs import Lease, Outcome
 from rota.domain.states import AttemptOutcome, RunState
 from rota.store.port import Store
+from rota.store.postgres import PostgresStore
 
 from .support import (
     T0,
@@ -202,3 +204,38 @@ async def test_recorded_outcomes_ignores_a_different_outcome_under_the_same_fenc
     assert await store.recorded_outcomes([lost]) == {run_id}
     wrong_fence = Outcome(run_id, claimed.fence + 1, RunState.PENDING, AttemptOutcome.LOST)
     assert await store.recorded_outcomes([wrong_fence]) == set()
+
+
+@pytest.mark.postgres
+async def test_a_success_is_kept_in_its_runs_row_and_read_once(pg_clean: str) -> None:
+    """PostgreSQL writes no attempt row for a run a completion leaves succeeded (the
+    run's row is that attempt, migration 31); reads see it as one attempt, also where a
+    database migrated from before kept a row for it. A success that ends cancelled (the
+    cancel came first) keeps its row."""
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        done_id = await enqueue_one(store, T0)
+        cancelled_id = await enqueue_one(store, T0)
+        done, cancelled = await claim(store, T0, limit=2)
+        await store.request_cancel(cancelled_id, at(1))
+        assert await store.complete([succeeded(done), succeeded(cancelled)], at(2)) == {
+            done_id,
+            cancelled_id,
+        }
+        async with await psycopg.AsyncConnection.connect(pg_clean, autocommit=True) as conn:
+            cur = await conn.execute("SELECT run_id, outcome FROM rota_attempts")
+            assert await cur.fetchall() == [(cancelled_id, "succeeded")]
+            assert [
+                (a.fence, a.worker_id, a.finished_at) for a in await store.attempts(done_id)
+            ] == [(done.fence, "worker-1", at(2))]
+            # As a database from before version 31 holds it: read once, not twice.
+            await conn.execute(
+                "INSERT INTO rota_attempts (run_id, fence, attempt, worker_id, started_at,"
+                " finished_at, outcome) VALUES (%s, %s, 1, 'worker-1', %s, %s, 'succeeded')",
+                (done_id, done.fence, T0, at(2)),
+            )
+        assert len(await store.attempts(done_id)) == 1
+        assert [a.outcome for a in await store.attempts(cancelled_id)] == [AttemptOutcome.SUCCEEDED]
+    finally:
+        await store.close()

@@ -17,7 +17,7 @@ from rota.domain.runs import LogLine
 from rota.store.postgres import PostgresStore
 from rota.store.queries import latest_version, load_migrations
 
-from .support import T0, bounded, claim, new_run, succeeded
+from .support import T0, bounded, claim, new_run, retrying, succeeded
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.postgres]
 
@@ -37,15 +37,18 @@ async def _scalar(url: str, sql: str, params: tuple[object, ...] = ()) -> object
 
 
 async def _finish_runs(store: PostgresStore, url: str, count: int) -> list[int]:
-    """``count`` runs finished on the day before T0, each with an attempt and two lines;
-    one more run finished at T0, with the same. Only the day before is made (T0's rows
-    go to the default partitions): other tests count on T0 having no day of its own."""
+    """``count`` runs finished on the day before T0, each after a retry (an attempt row;
+    the success is kept in the run's own row) and with two log lines; one more run
+    finished at T0, the same way. Only the day before is made (T0's rows go to the
+    default partitions): other tests count on T0 having no day of its own."""
     await _scalar(url, "SELECT rota_make_history_days(%s::date, 1)", (DAY_BEFORE,))
     ids = []
     for now, runs in ((DAY_BEFORE, count), (T0, 1)):
         await store.enqueue([new_run() for _ in range(runs)], now)
+        first = await claim(store, now=now, limit=runs)
+        await store.complete([retrying(c, delay=0) for c in first], now)
         claimed = await claim(store, now=now, limit=runs)
-        lines = [LogLine(c.run_id, 1, now, "info", m) for c in claimed for m in ("a", "b")]
+        lines = [LogLine(c.run_id, 2, now, "info", m) for c in claimed for m in ("a", "b")]
         await store.append_logs(lines, {c.run_id: c.fence for c in claimed})
         await store.complete([succeeded(c) for c in claimed], now)
         ids += [c.run_id for c in claimed]
@@ -65,7 +68,7 @@ async def test_a_retired_day_takes_its_attempts_and_logs_whole(pg_clean: str) ->
         assert await _scalar(pg_clean, "SELECT count(*) FROM rota_run_logs") == 2
         assert await store.attempts(old[0]) == []
         assert await store.logs(old[0]) == []
-        assert [a.outcome.value for a in await store.attempts(new)] == ["succeeded"]
+        assert [a.outcome.value for a in await store.attempts(new)] == ["failed", "succeeded"]
         assert [line.message for line in await store.logs(new)] == ["a", "b"]
     finally:
         await store.close()
@@ -84,7 +87,7 @@ async def test_retention_gives_way_to_a_lock_it_would_wait_for(pg_clean: str) ->
             await reader.execute("SELECT count(*) FROM rota_run_logs")  # opens a transaction
             assert await bounded(store.retire_history(T0)) == 0
             await reader.rollback()
-        assert len(await store.attempts(old)) == 1  # nothing half done
+        assert len(await store.attempts(old)) == 2  # nothing half done
         assert await store.get_run(old) is not None
         assert await bounded(store.retire_history(T0)) == 5
         assert await store.get_run(old) is None

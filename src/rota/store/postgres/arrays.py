@@ -5,7 +5,8 @@ A batch (a completion, a renewal) sends each parameter as an array (session.as_a
 psycopg's generic list dumper finds each list's element type, then calls a dumper per
 element: for a no-op run's completion some 3 µs of worker CPU. A column of plain ints
 is packed here in one struct call, a column of texts in one pass; both go as the types
-the statements cast them to (bigint[], text[]). Any other column goes psycopg's way.
+the statements cast them to (bigint[], text[]); a column of NULLs only goes as text,
+which the statement's cast makes its own type. Any other column goes psycopg's way.
 
 JSON read from the database (a claimed run's payload) is UTF-8 (the client encoding
 psycopg asks for): decoded as such, not through json.loads' detection of the encoding.
@@ -84,7 +85,10 @@ def as_array(column: list[Any]) -> Any:
     types = set(map(type, column))
     if types == {int}:
         return Int8s(column)
-    if types == {str} or types == {str, type(None)}:
+    # A column of NULLs only (a batch of successes: no error, no retry delay) goes as
+    # text: the statement's cast makes it the column's type, and psycopg's own array
+    # dumper would walk it value by value.
+    if types and types <= {str, type(None)}:
         return Texts(column)
     return column
 

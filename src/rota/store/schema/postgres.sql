@@ -495,6 +495,32 @@ CREATE TABLE rota_workflows (
     CONSTRAINT rota_workflows_pkey PRIMARY KEY (namespace, name)
 );
 
+-- Views
+
+CREATE VIEW rota_run_attempts AS
+ SELECT rota_attempts.run_id,
+    rota_attempts.fence,
+    rota_attempts.attempt,
+    rota_attempts.worker_id,
+    rota_attempts.started_at,
+    rota_attempts.finished_at,
+    rota_attempts.outcome,
+    rota_attempts.error
+   FROM rota_attempts
+UNION ALL
+ SELECT r.id AS run_id,
+    r.fence,
+    r.attempt,
+    r.worker_id,
+    r.started_at,
+    r.finished_at,
+    'succeeded'::text AS outcome,
+    NULL::text AS error
+   FROM rota_runs_history r
+  WHERE r.state = 'succeeded'::text AND NOT (EXISTS ( SELECT 1
+           FROM rota_attempts a
+          WHERE a.run_id = r.id AND a.fence = r.fence));
+
 -- Indexes (beside those of primary keys and unique constraints)
 
 CREATE INDEX rota_api_rate_windows_end ON public.rota_api_rate_windows USING btree (window_end);

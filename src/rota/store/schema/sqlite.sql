@@ -409,6 +409,10 @@ CREATE TABLE rota_workflows (
     PRIMARY KEY (namespace, name)
 );
 
+CREATE VIEW rota_run_attempts AS
+SELECT run_id, fence, attempt, worker_id, started_at, finished_at, outcome, error
+FROM rota_attempts;
+
 CREATE VIEW rota_runs AS
 SELECT * FROM rota_runs_live UNION ALL SELECT * FROM rota_runs_history;
 

@@ -13,7 +13,8 @@ ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: attempts
-SELECT * FROM rota_attempts WHERE run_id = %(id)s ORDER BY fence;
+-- Every attempt, a success kept in its run's own row too (rota_run_attempts, migration 31).
+SELECT * FROM rota_run_attempts WHERE run_id = %(id)s ORDER BY fence;
 
 -- name: logs
 -- In the order written; a tail asks for the lines after the last it has seen.

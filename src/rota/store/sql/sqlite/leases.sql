@@ -109,7 +109,7 @@ WHERE rota_runs_live.id = o.id AND rota_runs_live.fence = o.fence
 RETURNING id, handler, breaker_key, namespace;
 
 -- name: recorded_outcomes
-SELECT run_id AS id FROM rota_attempts
+SELECT run_id AS id FROM rota_run_attempts
 WHERE run_id = :id AND fence = :fence AND outcome = :outcome;
 
 -- name: release

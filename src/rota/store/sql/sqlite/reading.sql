@@ -13,7 +13,7 @@ ORDER BY id DESC
 LIMIT :limit;
 
 -- name: attempts
-SELECT * FROM rota_attempts WHERE run_id = :id ORDER BY fence;
+SELECT * FROM rota_run_attempts WHERE run_id = :id ORDER BY fence;
 
 -- name: logs
 -- In the order written; a tail asks for the lines after the last it has seen.
