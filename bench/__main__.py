@@ -32,6 +32,7 @@ SCENARIOS = (
     "webhooks",
     "rates",
     "memory",
+    "claimsize",
 )
 
 

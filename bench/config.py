@@ -27,6 +27,8 @@ class BenchConfig:
     api_requests: int = 500  # (h) sequential GETs per filter
     trigger_seconds: float = 15.0  # (h) length of the trigger hammering
     memory_runs: int = 1_000_000  # (n) runs one worker drains while its RSS is watched
+    # (q) issue 24: the 2-process drain at a small and at the default concurrency.
+    claim_concurrencies: tuple[int, int] = (8, 100)
     scenario_timeout_s: float = 180.0  # any one measurement; then it is reported failed
     quick: bool = False
 

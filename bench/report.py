@@ -13,6 +13,7 @@ from typing import Any
 
 from bench import report_issues
 from bench.chart import Bar, write_chart
+from bench.claimsize import claimsize_lines
 from bench.dashboard import dashboard_lines
 from bench.memory import memory_lines, memory_target
 from bench.rates import rates_lines, rates_targets
@@ -487,6 +488,10 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "## (n) Issue 15: a worker's memory",
         "",
         *memory_lines(results),
+        "",
+        "## (q) Issue 24: a claim's server cost grows with the runs it returns",
+        "",
+        *claimsize_lines(results),
         "",
         "## What bounds it",
         "",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bench import (
     api,
+    claimsize,
     cron,
     latency,
     limited,
@@ -91,6 +92,8 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
             limited.limited_drain(cfg, results, worker)
         if "rates" in only:
             rates.rates_and_breakers(cfg, results, worker)
+        if "claimsize" in only:
+            claimsize.claim_size(cfg, results, repeat)
     if "drain" in only:
         for system in (rota, *PEERS):
             scenarios.pg_drain_analyzed(cfg, results, system)
