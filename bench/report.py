@@ -18,6 +18,7 @@ from bench.dashboard import dashboard_lines
 from bench.memory import memory_lines, memory_target
 from bench.rates import rates_lines, rates_targets
 from bench.results import Results, Summary
+from bench.retire_report import retire_lines
 from bench.webhooks import webhook_lines
 
 SYSTEMS = ("rota", "PgQueuer", "Procrastinate")
@@ -492,6 +493,10 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "## (q) Issue 24: a claim's server cost grows with the runs it returns",
         "",
         *claimsize_lines(results),
+        "",
+        "## (r) Issue 24: dropping a day of history beside a drain",
+        "",
+        *retire_lines(results),
         "",
         "## What bounds it",
         "",

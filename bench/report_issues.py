@@ -1,6 +1,6 @@
 """The report's parts for issues 3-5 and 25: (f) the key-limited drain, (g) 100,000
-cron schedules, (h) the HTTP API. Their target rows, and issue 24's of (q) (whose section
-lives beside its scenario), join the main table in bench.report."""
+cron schedules, (h) the HTTP API. Their target rows, and those of issue 24 ((q) and (r),
+whose sections live beside their scenarios), join the main table in bench.report."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from bench.claimsize import claimsize_target
 from bench.results import Results, Summary
+from bench.retire_report import retire_target
 
 Row = Callable[[str, str, bool | None], None]
 KEY_LIMIT_TARGET = 0.7  # limited drain within 30% of the unconstrained one
@@ -169,6 +170,7 @@ def target_rows(results: Results, row: Row) -> None:
             worst["p99_ms"] < API_P99_TARGET_MS,
         )
     row(*claimsize_target(results))
+    row(*retire_target(results))
 
 
 def limited_lines(results: Results) -> list[str]:
