@@ -32,6 +32,8 @@ SCENARIOS = (
     "webhooks",
     "rates",
     "memory",
+    "claimsize",
+    "retire",
 )
 
 
@@ -42,6 +44,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="repeats of (a), (b), (d); default 3")
     parser.add_argument("--jobs", type=int, help="jobs per enqueue/drain; default 20000")
     parser.add_argument("--memory-runs", type=int, help="runs drained in (n); default 1000000")
+    parser.add_argument("--retire-runs", type=int, help="runs in (r)'s day; default 1000000")
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="run only these")
     parser.add_argument("--admin-url", default=ADMIN_URL, help="database to create DBs from")
     parser.add_argument("--out", type=Path, help="report path (default docs/benchmarks.md)")

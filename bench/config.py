@@ -27,6 +27,13 @@ class BenchConfig:
     api_requests: int = 500  # (h) sequential GETs per filter
     trigger_seconds: float = 15.0  # (h) length of the trigger hammering
     memory_runs: int = 1_000_000  # (n) runs one worker drains while its RSS is watched
+    # (q) issue 24: the 2-process drain at a small and at the default concurrency.
+    claim_concurrencies: tuple[int, int] = (8, 100)
+    retire_runs: int = 1_000_000  # (r) issue 24: runs in the day of history dropped
+    # (r) the drain beside the drop: long enough to outlast it (20,000 runs drain in ~1 s
+    # on a quiet 2-core machine, before a drop of today's schema is half done).
+    retire_drain_jobs: int = 100_000
+    retire_after_s: float = 1.0  # (r) how long the drain runs before the day is dropped
     scenario_timeout_s: float = 180.0  # any one measurement; then it is reported failed
     quick: bool = False
 
@@ -53,6 +60,9 @@ class BenchConfig:
             api_requests=100,
             trigger_seconds=3.0,
             memory_runs=40_000,
+            retire_runs=50_000,
+            retire_drain_jobs=10_000,
+            retire_after_s=0.2,
             scenario_timeout_s=60.0,
             quick=True,
         )

@@ -39,6 +39,9 @@ class DrainResult:
     workers_cpu_s: float
     server_cpu_s: float | None
     warnings: dict[str, int]  # what the workers logged at WARNING or above, counted
+    # Claims that returned runs, over all processes; None when a worker cannot count
+    # them (the peers, rota with metrics off).
+    claims: int | None = None
 
     @property
     def jobs_per_s(self) -> float:
@@ -52,6 +55,7 @@ class DrainResult:
             "workers_cpu_s": round(self.workers_cpu_s, 3),
             "server_cpu_s": None if self.server_cpu_s is None else round(self.server_cpu_s, 3),
             "warnings": self.warnings,
+            "claims": self.claims,
         }
 
 
@@ -85,4 +89,15 @@ def run_drain(spec: DrainSpec, jobs: int) -> DrainResult:
     for report in ordered:
         for message, count in report.get("warnings", {}).items():
             warnings[message] = warnings.get(message, 0) + count
-    return DrainResult(jobs, seconds, workers_cpu, server_s, warnings)
+    return DrainResult(jobs, seconds, workers_cpu, server_s, warnings, claims_of(ordered))
+
+
+def claims_of(reports: list[dict[str, Any]]) -> int | None:
+    """The processes' claims summed, or None if any of them could not count its own."""
+    total = 0
+    for report in reports:
+        claims = report.get("claims")
+        if claims is None:
+            return None
+        total += int(claims)
+    return total

@@ -13,10 +13,12 @@ from typing import Any
 
 from bench import report_issues
 from bench.chart import Bar, write_chart
+from bench.claimsize import claimsize_lines
 from bench.dashboard import dashboard_lines
 from bench.memory import memory_lines, memory_target
 from bench.rates import rates_lines, rates_targets
 from bench.results import Results, Summary
+from bench.retire_report import retire_lines
 from bench.webhooks import webhook_lines
 
 SYSTEMS = ("rota", "PgQueuer", "Procrastinate")
@@ -487,6 +489,14 @@ def write_report(results: Results, md_path: Path, png_path: Path) -> None:
         "## (n) Issue 15: a worker's memory",
         "",
         *memory_lines(results),
+        "",
+        "## (q) Issue 24: a claim's server cost grows with the runs it returns",
+        "",
+        *claimsize_lines(results),
+        "",
+        "## (r) Issue 24: dropping a day of history beside a drain",
+        "",
+        *retire_lines(results),
         "",
         "## What bounds it",
         "",

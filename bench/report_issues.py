@@ -1,12 +1,15 @@
 """The report's parts for issues 3-5 and 25: (f) the key-limited drain, (g) 100,000
-cron schedules, (h) the HTTP API. Their target rows join the main table in bench.report."""
+cron schedules, (h) the HTTP API. Their target rows, and those of issue 24 ((q) and (r),
+whose sections live beside their scenarios), join the main table in bench.report."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from bench.claimsize import claimsize_target
 from bench.results import Results, Summary
+from bench.retire_report import retire_target
 
 Row = Callable[[str, str, bool | None], None]
 KEY_LIMIT_TARGET = 0.7  # limited drain within 30% of the unconstrained one
@@ -100,7 +103,7 @@ def _metrics_overhead(results: Results) -> float | None:
 
 
 def target_rows(results: Results, row: Row) -> None:
-    """Append the targets of issues 3-5 and 11 through ``row(target, measured, ok)``."""
+    """Append the targets of issues 3-5, 11 and 24 through ``row(target, measured, ok)``."""
     cost = _metrics_overhead(results)
     row(
         "metrics overhead on the 2-process drain < 3%",
@@ -166,6 +169,8 @@ def target_rows(results: Results, row: Row) -> None:
             f"worst p99 {worst['p99_ms']:.1f} ms ({worst_label})",
             worst["p99_ms"] < API_P99_TARGET_MS,
         )
+    row(*claimsize_target(results))
+    row(*retire_target(results))
 
 
 def limited_lines(results: Results) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bench import (
     api,
+    claimsize,
     cron,
     latency,
     limited,
@@ -19,6 +20,7 @@ from bench import (
     pg,
     profiling,
     rates,
+    retire,
     scenarios,
     sustain,
 )
@@ -41,6 +43,7 @@ def build_config(args: argparse.Namespace) -> BenchConfig:
         "repeats": args.repeats,
         "jobs": args.jobs,
         "memory_runs": args.memory_runs,
+        "retire_runs": args.retire_runs,
     }
     return replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -91,6 +94,10 @@ def run_all(cfg: BenchConfig, only: set[str], results: Results) -> None:
             limited.limited_drain(cfg, results, worker)
         if "rates" in only:
             rates.rates_and_breakers(cfg, results, worker)
+        if "claimsize" in only:
+            claimsize.claim_size(cfg, results, repeat)
+        if "retire" in only:
+            retire.retire_day(cfg, results, worker, repeat)
     if "drain" in only:
         for system in (rota, *PEERS):
             scenarios.pg_drain_analyzed(cfg, results, system)
