@@ -58,12 +58,12 @@ LIVE_UNFINISHED_SQL = (
     " + (SELECT count(*) FROM rota_runs_live WHERE state IN ('claimed', 'running'))"
 )
 DRAIN_SUCCEEDED_SQL = "SELECT count(*) FROM rota_runs WHERE id > %s AND state = 'succeeded'"
-DRAIN_ATTEMPTS_SQL = "SELECT count(*) FROM rota_attempts WHERE run_id > %s"
+DRAIN_ATTEMPTS_SQL = "SELECT count(*) FROM rota_run_attempts WHERE run_id > %s"
 # What the drop left of the day (ids 1..N), and the dead rows it left behind. The dead
 # rows are summed over a table's partitions, if it has any, without naming them.
 LEFT_SQL = {
     "runs_left": "SELECT count(*) FROM rota_runs WHERE id <= %s",
-    "attempts_left": "SELECT count(*) FROM rota_attempts WHERE run_id <= %s",
+    "attempts_left": "SELECT count(*) FROM rota_run_attempts WHERE run_id <= %s",
     "logs_left": "SELECT count(*) FROM rota_run_logs WHERE run_id <= %s",
 }
 DEAD_ROWS_SQL = (
