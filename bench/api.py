@@ -1,6 +1,6 @@
 """(h) Issue 5: the HTTP API on a big runs table, and the trigger endpoint's rate.
 
-For each store (PostgreSQL, SQLite): a fresh database with ``cfg.api_rows`` runs
+For each store (PostgreSQL, SQLite): a fresh database with ``cfg.rows_on(store)`` runs
 (bench.api_load), then ``rota server --no-worker --no-leader`` as a subprocess on a free
 loopback port, with ROTA_ENV=development (for a dev token) and the per-subject rate limit
 raised far above what the bench sends (ROTA_API_RATE_PER_SECOND / ROTA_API_RATE_BURST),
@@ -188,24 +188,24 @@ async def measure_trigger(base: str, token: str, seconds: float) -> dict[str, An
 
 @contextlib.contextmanager
 def _loaded_store(cfg: BenchConfig, store: str) -> Iterator[str]:
-    """A database of the given kind holding ``cfg.api_rows`` runs; yields its URL."""
+    """A database of the given kind holding ``cfg.rows_on(store)`` runs; yields its URL."""
     if store == "PostgreSQL":
         with pg.fresh_database(cfg.admin_url, "api") as url:
             run_async(rota_runner.install(url), LOAD_TIMEOUT_S)
-            api_load.load_postgres(url, cfg.api_rows)
+            api_load.load_postgres(url, cfg.rows_on(store))
             yield url
         return
     with tempfile.TemporaryDirectory(prefix="rota-bench-api-") as tmp:
         path = Path(tmp) / "api.db"
         url = f"sqlite:///{path}"
         run_async(rota_runner.install(url), LOAD_TIMEOUT_S)
-        api_load.load_sqlite(str(path), cfg.api_rows, time.time())
+        api_load.load_sqlite(str(path), cfg.rows_on(store), time.time())
         yield url
 
 
 def api_on(cfg: BenchConfig, results: Results, store: str) -> None:
     system = f"rota server ({store})"
-    variant = f"{cfg.api_rows:,} runs"
+    variant = f"{cfg.rows_on(store):,} runs"
 
     def measure() -> dict[str, Any]:
         started = time.monotonic()
@@ -223,7 +223,7 @@ def api_on(cfg: BenchConfig, results: Results, store: str) -> None:
     outcome = results.attempt("api", system, variant, measure)
     if outcome is not None:
         worst_p99 = max(v["p99_ms"] for v in outcome["lists"].values())
-        results.add("api", system, variant, worst_p99, rows=cfg.api_rows, **outcome)
+        results.add("api", system, variant, worst_p99, rows=cfg.rows_on(store), **outcome)
 
 
 def api(cfg: BenchConfig, results: Results) -> None:

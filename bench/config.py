@@ -23,7 +23,9 @@ class BenchConfig:
     sustain_workers: int = 2
     cron_schedules: int = 100_000  # (g) cron jobs firing every minute (issue 25's scale)
     cron_slots: int = 3  # (g) minute boundaries measured
-    api_rows: int = 1_000_000  # (h) runs in the table behind the HTTP API
+    api_rows: int = 1_000_000  # (h) runs in the table behind the HTTP API (SQLite)
+    # Issue 24: the API's and the dashboard's reads with 10,000,000 runs on PostgreSQL.
+    api_rows_postgres: int = 10_000_000
     api_requests: int = 500  # (h) sequential GETs per filter
     trigger_seconds: float = 15.0  # (h) length of the trigger hammering
     memory_runs: int = 1_000_000  # (n) runs one worker drains while its RSS is watched
@@ -36,6 +38,10 @@ class BenchConfig:
     retire_after_s: float = 1.0  # (r) how long the drain runs before the day is dropped
     scenario_timeout_s: float = 180.0  # any one measurement; then it is reported failed
     quick: bool = False
+
+    def rows_on(self, store: str) -> int:
+        """Runs loaded behind (h) and the dashboard's pages on ``store``."""
+        return self.api_rows_postgres if store == "PostgreSQL" else self.api_rows
 
     @property
     def sustain_window_s(self) -> float:
@@ -57,6 +63,7 @@ class BenchConfig:
             cron_schedules=1_000,
             cron_slots=1,
             api_rows=50_000,
+            api_rows_postgres=50_000,
             api_requests=100,
             trigger_seconds=3.0,
             memory_runs=40_000,

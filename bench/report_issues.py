@@ -169,6 +169,14 @@ def target_rows(results: Results, row: Row) -> None:
             f"worst p99 {worst['p99_ms']:.1f} ms ({worst_label})",
             worst["p99_ms"] < API_P99_TARGET_MS,
         )
+    for r in _records(results, "dashboard"):
+        overview = r["pages"].get("/")
+        if overview is not None:
+            row(
+                f"dashboard overview p99 < 50 ms ({r['system']}, {r['rows']:,} runs)",
+                f"p99 {overview['p99_ms']:.1f} ms (p50 {overview['p50_ms']:.1f} ms)",
+                overview["p99_ms"] < API_P99_TARGET_MS,
+            )
     row(*claimsize_target(results))
     row(*retire_target(results))
 
