@@ -4,8 +4,7 @@ numbers after the upgrade, and counted_until does not move (nothing is recounted
 
 from __future__ import annotations
 
-import sqlite3
-import uuid
+import contextlib
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,11 +16,9 @@ import pytest
 from rota.domain.charts import CHART_TOP_MAX, ChartAsk, ChartBy, ChartRange
 from rota.store.port import Store
 from rota.store.postgres import PostgresStore
-from rota.store.queries import load_migrations
 from rota.store.sqlite import SqliteStore
-from rota.store.sqlite.codec import statements
-from rota.store.sqlite.dialect import path_from_url
 
+from .old_schema import migrate_postgres, migrate_sqlite, postgres_database
 from .support import T0
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -59,34 +56,14 @@ def _old_rows(placeholder: str, instant: Any) -> Iterator[tuple[str, tuple[Any, 
 
 
 def _sqlite_at_27(url: str) -> None:
-    with sqlite3.connect(path_from_url(url)) as conn:
-        conn.execute(
-            "CREATE TABLE rota_schema_migrations (version INTEGER PRIMARY KEY,"
-            " name TEXT NOT NULL, applied_at REAL NOT NULL DEFAULT 0)"
-        )
-        for migration in load_migrations("sqlite")[: FOLDED - 1]:
-            for statement in statements(migration.sql):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO rota_schema_migrations (version, name) VALUES (?, ?)",
-                (migration.version, migration.name),
-            )
+    with contextlib.closing(migrate_sqlite(url, FOLDED)) as conn, conn:
         for sql, params in _old_rows("?", datetime.timestamp):
             conn.execute(sql, params)
 
 
 def _postgres_at_27(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE rota_schema_migrations (version integer PRIMARY KEY,"
-            " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for migration in load_migrations("postgres")[: FOLDED - 1]:
-            conn.execute(migration.sql.encode())
-            conn.execute(
-                "INSERT INTO rota_schema_migrations (version, name) VALUES (%s, %s)",
-                (migration.version, migration.name),
-            )
+        migrate_postgres(conn, FOLDED)
         for sql, params in _old_rows("%s", lambda instant: instant):
             conn.execute(sql.encode(), params)
 
@@ -99,17 +76,9 @@ def counted_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
         _sqlite_at_27(url)
         yield url
         return
-    pg_url = str(request.getfixturevalue("pg_url"))
-    name = f"rota_charts_{uuid.uuid4().hex[:8]}"
-    url = f"{pg_url.rpartition('/')[0]}/{name}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
+    with postgres_database(str(request.getfixturevalue("pg_url")), "charts") as url:
         _postgres_at_27(url)
         yield url
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

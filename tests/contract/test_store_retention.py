@@ -6,7 +6,6 @@ batches instead (test_store_two_homes covers both)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -15,8 +14,9 @@ import pytest
 
 from rota.domain.runs import LogLine
 from rota.store.postgres import PostgresStore
-from rota.store.queries import latest_version, load_migrations
+from rota.store.queries import latest_version
 
+from .old_schema import migrate_postgres, postgres_database
 from .support import T0, bounded, claim, new_run, retrying, succeeded
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.postgres]
@@ -99,22 +99,9 @@ async def test_retention_gives_way_to_a_lock_it_would_wait_for(pg_clean: str) ->
 def version_29_url(pg_url: str) -> Iterator[str]:
     """A database at schema version 29 (attempts and logs in one table each) holding an
     attempt and two log lines, one stamped three days ahead (a worker's clock)."""
-    name = f"rota_v29_{uuid.uuid4().hex[:8]}"
-    url = f"{pg_url.rpartition('/')[0]}/{name}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
+    with postgres_database(pg_url, "v29") as url:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(
-                "CREATE TABLE rota_schema_migrations (version integer PRIMARY KEY,"
-                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for migration in load_migrations("postgres")[:29]:
-                conn.execute(migration.sql.encode())
-                conn.execute(
-                    "INSERT INTO rota_schema_migrations (version, name) VALUES (%s, %s)",
-                    (migration.version, migration.name),
-                )
+            migrate_postgres(conn, 30)
             conn.execute(
                 "INSERT INTO rota_runs (id, handler, state, payload, run_at, sort_at,"
                 " max_attempts, attempt, fence, finished_at)"
@@ -130,9 +117,6 @@ def version_29_url(pg_url: str) -> Iterator[str]:
                 " (7, 1, now() + interval '3 days', 'info', 'ahead')"
             )
         yield url
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def test_the_upgrade_keeps_every_attempt_and_line(version_29_url: str) -> None:

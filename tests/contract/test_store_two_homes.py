@@ -6,8 +6,8 @@ statement that finishes a run moves it; reads name rota_runs and see both."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -20,11 +20,11 @@ from rota.domain.states import TERMINAL_STATES, RunState
 from rota.errors import InvalidTransition
 from rota.store.port import ClaimRequest, Store
 from rota.store.postgres import PostgresStore
-from rota.store.queries import latest_version, load_migrations, load_queries
+from rota.store.queries import latest_version, load_queries
 from rota.store.sqlite import SqliteStore
-from rota.store.sqlite.codec import statements
 from rota.store.sqlite.dialect import path_from_url
 
+from .old_schema import migrate_postgres, migrate_sqlite, postgres_database
 from .support import T0, bounded, claim, new_run, state_of, succeeded
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -170,22 +170,9 @@ def old_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A database at the schema before the two homes, with runs in every kind of state;
     the highest id is a finished run's."""
     kind = "postgres" if request.node.callspec.params["old_kind"] == "postgres" else "sqlite"
-    migrations = load_migrations(kind)[: TWO_HOMES[kind] - 1]
     if kind == "sqlite":
         url = f"sqlite:///{tmp_path}/old.db"
-        with sqlite3.connect(path_from_url(url)) as conn:
-            for migration in migrations:
-                for statement in statements(migration.sql):
-                    conn.execute(statement)
-            conn.execute(
-                "CREATE TABLE rota_schema_migrations (version INTEGER PRIMARY KEY,"
-                " name TEXT NOT NULL, applied_at REAL NOT NULL DEFAULT 0)"
-            )
-            for migration in migrations:
-                conn.execute(
-                    "INSERT INTO rota_schema_migrations (version, name) VALUES (?, ?)",
-                    (migration.version, migration.name),
-                )
+        with contextlib.closing(migrate_sqlite(url, TWO_HOMES[kind])) as conn, conn:
             for state, finished, key in OLD_RUNS:
                 conn.execute(
                     "INSERT INTO rota_runs (handler, state, payload, run_at, sort_at,"
@@ -195,23 +182,9 @@ def old_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
                 )
         yield url
         return
-    pg_url = str(request.getfixturevalue("pg_url"))
-    name = f"rota_old_{uuid.uuid4().hex[:8]}"
-    url = f"{pg_url.rpartition('/')[0]}/{name}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
+    with postgres_database(str(request.getfixturevalue("pg_url")), "old") as url:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(
-                "CREATE TABLE rota_schema_migrations (version integer PRIMARY KEY,"
-                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for migration in migrations:
-                conn.execute(migration.sql.encode())
-                conn.execute(
-                    "INSERT INTO rota_schema_migrations (version, name) VALUES (%s, %s)",
-                    (migration.version, migration.name),
-                )
+            migrate_postgres(conn, TWO_HOMES[kind])
             for state, finished, key in OLD_RUNS:
                 conn.execute(
                     "INSERT INTO rota_runs (handler, state, payload, run_at, sort_at,"
@@ -221,9 +194,6 @@ def old_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
                     (state, finished, key),
                 )
         yield url
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.mark.parametrize(
