@@ -39,3 +39,16 @@ class Progress:
         if end <= start:
             return None
         return (self.done_at(end) - self.done_at(start)) / (end - start)
+
+
+def drop_windows(
+    after_s: float, drop_start_s: float, drop_s: float, end_s: float
+) -> dict[str, tuple[float, float]]:
+    """Before the drop; during it (at least ``after_s`` long, so a short drop's after-
+    effects count too); and from then to the drain's end."""
+    during_end = drop_start_s + max(after_s, drop_s)
+    return {
+        "before": (0.0, drop_start_s),
+        "during": (drop_start_s, during_end),
+        "after": (during_end, end_s),
+    }

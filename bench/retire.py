@@ -35,7 +35,7 @@ from bench.config import BenchConfig
 from bench.cpu import _cpu_seconds
 from bench.history_day import HistoryDay, load_history_day
 from bench.procs import ScenarioFailed, WorkerGroup
-from bench.progress import Progress
+from bench.progress import Progress, drop_windows
 from bench.results import Results, run_async
 from bench.systems import RotaWorkerSettings, System, rota_system
 
@@ -198,19 +198,6 @@ def _checked(url: str, jobs: int, day: HistoryDay, drop: DayDrop | None) -> dict
             for table in ("rota_attempts", "rota_run_logs")
         }
     return {**left, **dead}
-
-
-def drop_windows(
-    after_s: float, drop_start_s: float, drop_s: float, end_s: float
-) -> dict[str, tuple[float, float]]:
-    """Before the drop; during it (at least ``after_s`` long, so a short drop's after-
-    effects count too); and from then to the drain's end."""
-    during_end = drop_start_s + max(after_s, drop_s)
-    return {
-        "before": (0.0, drop_start_s),
-        "during": (drop_start_s, during_end),
-        "after": (during_end, end_s),
-    }
 
 
 def _drop_record(cfg: BenchConfig, drop: DayDrop, end_s: float) -> dict[str, Any]:

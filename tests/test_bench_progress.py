@@ -1,11 +1,10 @@
 """How bench (r) reads a drain's pace from its sampled progress (bench.progress), and the
-windows it compares around a drop (bench.retire.drop_windows)."""
+windows it compares around a drop (drop_windows)."""
 
 from __future__ import annotations
 
 import pytest
-from bench.progress import Progress
-from bench.retire import drop_windows
+from bench.progress import Progress, drop_windows
 
 
 def test_a_steady_drain_reads_its_pace_in_any_window() -> None:
