@@ -102,10 +102,10 @@ def _populate() -> None:
             h, f"handler-{h}", None, queue, 1, 3, 1, None, 0, None, now, None, None, 0.01
         )
         hooks.runs_claimed([run])
-        hooks.run_let_go(run)
+        hooks.runs_let_go([run])
         for state in outcomes:
             outcome = Outcome(h, 1, state, AttemptOutcome.SUCCEEDED)
-            hooks.run_finished(run, outcome, True, 0.02, "bench")
+            hooks.runs_finished([(run, outcome, 0.02)], {run.run_id}, "bench")
         hooks.runs_enqueued([], [])
     counts = [
         QueueCount("default", f"queue-{q}", state, 10, now)
