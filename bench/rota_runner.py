@@ -30,8 +30,9 @@ UNFINISHED_SQL = (
 )
 SUCCEEDED_SQL = "SELECT count(*) FROM rota_runs WHERE state = 'succeeded'"
 # Executions: more than runs would mean a run ran twice. A run's succeeded attempt may
-# be kept in the run's own row, not as an attempt row: the attempts that did not
-# succeed, plus the runs that did.
+# be kept in the run's own row, not as an attempt row (ADR 0038): the attempts that did
+# not succeed, plus the runs that did. Not the view rota_run_attempts: bench.ab also
+# measures revisions from before it.
 ATTEMPTS_SQL = (
     "SELECT (SELECT count(*) FROM rota_attempts WHERE outcome <> 'succeeded')"
     " + (SELECT count(*) FROM rota_runs WHERE state = 'succeeded')"
