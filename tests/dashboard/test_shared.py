@@ -25,21 +25,30 @@ def answering(*answers: int | Exception) -> Callable[[], Awaitable[int]]:
     return read
 
 
+class CountingRead:
+    """A read that answers how many times it has been called; from call ``held_from``
+    on, it answers only once ``release`` is set."""
+
+    def __init__(self, held_from: int = 1) -> None:
+        self.calls = 0
+        self.held_from = held_from
+        self.release = asyncio.Event()
+
+    async def __call__(self) -> int:
+        self.calls += 1
+        call = self.calls
+        if call >= self.held_from:
+            await self.release.wait()
+        return call
+
+
 async def test_concurrent_requests_share_one_read() -> None:
     clock = FakeClock()
-    release = asyncio.Event()
-    calls = 0
-
-    async def read() -> int:
-        nonlocal calls
-        calls += 1
-        await release.wait()
-        return calls
-
+    read = CountingRead()
     shared = Shared(read, fresh=1.0, monotonic=clock.monotonic)
     waiters = [asyncio.create_task(shared.get()) for _ in range(100)]
     await asyncio.sleep(0)
-    release.set()
+    read.release.set()
     assert await asyncio.gather(*waiters) == [1] * 100
     assert await shared.get() == 1  # fresh: reused
     clock.advance(2)
@@ -57,16 +66,7 @@ async def test_a_failed_read_fails_its_waiters_and_the_next_one_reads_again() ->
 
 async def test_a_slightly_stale_value_is_served_while_a_new_one_is_read_behind() -> None:
     clock = FakeClock()
-    release = asyncio.Event()
-    calls = 0
-
-    async def read() -> int:
-        nonlocal calls
-        calls += 1
-        if calls > 1:
-            await release.wait()
-        return calls
-
+    read = CountingRead(held_from=2)
     shared = Shared(read, fresh=1.0, monotonic=clock.monotonic, stale_for=5.0)
     assert await shared.get() == 1
     clock.advance(2)
@@ -74,14 +74,14 @@ async def test_a_slightly_stale_value_is_served_while_a_new_one_is_read_behind()
     assert await shared.get() == 1
     assert await shared.get() == 1
     await asyncio.sleep(0)  # the read behind starts
-    assert calls == 2
+    assert read.calls == 2
     # The change feed always waits for a new reading: the one in flight.
     feed = asyncio.create_task(shared.get(fresh=0.0))
     await asyncio.sleep(0)
     assert not feed.done()
-    release.set()
+    read.release.set()
     assert await asyncio.wait_for(feed, timeout=5) == 2
-    assert calls == 2
+    assert read.calls == 2
     # Past fresh + stale_for: the request waits for a new reading.
     clock.advance(10)
     assert await shared.get() == 3
