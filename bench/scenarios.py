@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import pg, rota_runner
+from bench.caller import enqueue_in_caller
 from bench.config import BenchConfig
 from bench.drain import DrainResult, DrainSpec, run_drain
+from bench.procs import WorkerGroup
 from bench.results import Results, run_async
 from bench.systems import RotaWorkerSettings, System, rota_system
 
@@ -30,9 +32,13 @@ def bulk_enqueue(cfg: BenchConfig, results: Results, system: System, batch: int)
     def measure() -> float:
         with pg.fresh_database(cfg.admin_url, "enqueue") as url:
             run_async(system.module.install(url), SETUP_TIMEOUT_S)
-            seconds = run_async(
-                system.module.enqueue_batches(url, cfg.jobs, batch), cfg.scenario_timeout_s
-            )
+            caller = {"module": system.module.__name__, "url": url}
+            with WorkerGroup(
+                enqueue_in_caller, [{**caller, "total": cfg.jobs, "batch": batch}]
+            ) as one:
+                one.start()
+                one.go()
+                seconds = one.collect(cfg.scenario_timeout_s)[0]["seconds"]
             with pg.Probe(url) as probe:
                 stored = probe.scalar(system.module.STORED_SQL)
         if stored != cfg.jobs:

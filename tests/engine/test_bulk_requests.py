@@ -13,7 +13,7 @@ import pytest
 import rota
 from rota.domain.runs import RunFilter
 from rota.errors import InvalidArgument, RotaError
-from rota.services.bulk import new_runs
+from rota.services.bulk import new_runs, run_batch
 from rota.services.runs import RunRequest, new_run
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -78,6 +78,53 @@ def test_equal_options_of_another_type_are_not_taken_for_each_other():
                 [{"handler": "ok", "priority": 1}, {"handler": "ok", "priority": wrong}],
                 NOW,
             )
+
+
+def test_a_run_batch_makes_the_runs_new_runs_makes_as_they_are_read():
+    registry = _registry()
+    requests = _mixed_requests()
+    batch = run_batch(registry, requests, NOW)
+    made = new_runs(registry, requests, NOW)
+    assert len(batch) == len(made)
+    assert batch[3] == made[3]
+    assert batch[2:9] == made[2:9]
+    assert batch[-1] == made[-1]
+    assert list(batch) == made
+
+
+def test_a_run_batch_is_the_requests_as_they_were_given():
+    """A copy: a caller's list that changes while the batch is read changes nothing."""
+    registry = _registry()
+    requests: list[Any] = [{"handler": "ok", "payload": i} for i in range(3)]
+    batch = run_batch(registry, requests, NOW)
+    requests.append({"handler": "ok", "payload": 3})
+    requests[0] = {"handler": "nope"}
+    assert [run.payload_json for run in batch] == ["0", "1", "2"]
+
+
+def test_a_run_batch_raises_its_refusal_on_every_later_read():
+    """A batch never looks shorter than it is: a read past the refusal raises it again."""
+    registry = _registry()
+    good = [{"handler": "ok", "payload": {"i": i}} for i in range(3)]
+    batch = run_batch(registry, [*good, {"handler": "ok", "priority": 99}, *good], NOW)
+    assert batch[0].payload_json == '{"i":0}'
+    for read in (list, lambda b: b[6], lambda b: b[1:]):
+        with pytest.raises(InvalidArgument, match="priority"):
+            read(batch)
+
+
+@pytest.mark.parametrize(
+    ("requests", "unkeyed"),
+    [
+        ([{"handler": "ok"}, RunRequest("ok")], True),
+        ([{"handler": "ok"}, {"handler": "ok", "idempotency_key": "k"}], False),
+        ([RunRequest("ok", idempotency_key="k")], False),
+        ([{"handler": "ok"}, "not a request"], False),  # the enqueue then raises for it
+    ],
+)
+def test_a_run_batch_says_whether_any_request_has_a_key_without_making_a_run(requests, unkeyed):
+    batch = run_batch(_registry(), requests, NOW)
+    assert batch.unkeyed() is unkeyed
 
 
 def _naive() -> datetime:
@@ -176,3 +223,21 @@ async def test_a_bad_payload_late_in_a_bulk_enqueue_writes_nothing(app):
         await app.enqueue_many_async(requests)
     store = await app.store()
     assert await store.list_runs(RunFilter()) == []
+
+
+@pytest.mark.parametrize("late", [700, 2_500])
+async def test_a_bad_run_read_during_the_copy_aborts_it_and_writes_nothing(app, late):
+    """On PostgreSQL a large batch's runs are made while COPY sends the ones before:
+    the first chunk while the ids are drawn (700), a later one inside the COPY (2,500).
+    The error is the request's own, the COPY is aborted whole, and the connection it
+    used serves the next enqueue."""
+    requests: list[dict[str, Any]] = [{"handler": "ok", "payload": {"i": i}} for i in range(3_000)]
+    requests[late] = {"handler": "ok", "payload": {"x": float("nan"), "secret": SECRET}}
+    with pytest.raises(InvalidArgument, match=r"payload\.x") as caught:
+        await app.enqueue_many_async(requests)
+    assert SECRET not in str(caught.value)
+    store = await app.store()
+    assert await store.list_runs(RunFilter()) == []
+    ids = await app.enqueue_many_async(_store_requests(300))
+    assert len(set(ids)) == 300
+    assert len(await store.list_runs(RunFilter(limit=500))) == 300

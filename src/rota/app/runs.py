@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -90,17 +90,17 @@ class AppRuns(AppBase):
     def enqueue_many(self, requests: Iterable[RunRequest | Mapping[str, Any]]) -> list[int]:
         """Create many runs in one round trip (COPY on PostgreSQL). All are validated
         before any is written."""
-        runs = bulk.new_runs(self.registry, requests, self.clock.now())
+        runs = bulk.run_batch(self.registry, requests, self.clock.now())
         return self._stores.call(lambda: self._enqueue_async(runs))
 
     async def enqueue_many_async(
         self, requests: Iterable[RunRequest | Mapping[str, Any]]
     ) -> list[int]:
         # The clock only refuses deadlines already passed: read once per batch.
-        runs = bulk.new_runs(self.registry, requests, self.clock.now())
+        runs = bulk.run_batch(self.registry, requests, self.clock.now())
         return await self._enqueue_async(runs)
 
-    async def _enqueue_async(self, runs: list[NewRun]) -> list[int]:
+    async def _enqueue_async(self, runs: Sequence[NewRun]) -> list[int]:
         return await run_service.enqueue(await self.store(), self.clock, runs)
 
     def _enqueue_on_connection(self, connection: Any, run: NewRun) -> int:

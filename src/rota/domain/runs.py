@@ -4,10 +4,12 @@ a worker reports back. Frozen, validated at construction, no I/O."""
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple, overload
 
 from rota.domain.labels import Labels, check_labels, check_owner
 from rota.domain.states import REPLAYABLE_STATES, AttemptOutcome, RunState
@@ -205,8 +207,72 @@ class NewRun:
         return run
 
 
-@dataclass(frozen=True)
-class Enqueued:
+RUN_BATCH_CHUNK = 1000  # runs made at a time when a RunBatch is iterated
+
+
+class RunBatch(Sequence[NewRun]):
+    """The runs of a bulk enqueue, each made (and checked) when it is first read.
+
+    PostgreSQL's COPY reads them a chunk at a time while the server stores the chunk
+    before, so the caller's checking and the server's writing overlap instead of
+    following each other (ADR 0039). Every run is still checked before anything is
+    committed: a COPY is one statement, and a run refused inside it aborts it whole.
+    A refusal is kept and raised again on every later read: a batch never looks
+    shorter than it is."""
+
+    def __init__(self, made: Iterator[NewRun], count: int, unkeyed: Callable[[], bool]):
+        self._made = made
+        self._count = count
+        self._unkeyed = unkeyed
+        self._runs: list[NewRun] = []
+        self._refused: Exception | None = None
+
+    def unkeyed(self) -> bool:
+        """Whether no run has an idempotency key, answered without making the runs."""
+        return self._unkeyed()
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> NewRun: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[NewRun]: ...
+    def __getitem__(self, index: int | slice) -> NewRun | list[NewRun]:
+        if isinstance(index, slice):
+            self.make_until(index.indices(self._count)[1])
+        else:
+            self.make_until(self._count if index < 0 else index + 1)
+        return self._runs[index]
+
+    def __iter__(self) -> Iterator[NewRun]:
+        for start in range(0, self._count, RUN_BATCH_CHUNK):
+            end = min(start + RUN_BATCH_CHUNK, self._count)
+            self.make_until(end)
+            yield from self._runs[start:end]
+
+    def make_until(self, count: int) -> None:
+        """Make (and check) the first ``count`` runs now, if they are not made yet."""
+        if self._refused is not None:
+            raise self._refused
+        try:
+            self._runs.extend(itertools.islice(self._made, max(count - len(self._runs), 0)))
+        except Exception as refused:
+            self._refused = refused
+            raise
+
+
+def unkeyed(runs: Sequence[NewRun]) -> bool:
+    """Whether no run of ``runs`` has an idempotency key (a RunBatch answers from its
+    requests, without making a run)."""
+    if isinstance(runs, RunBatch):
+        return runs.unkeyed()
+    return all(run.idempotency_key is None for run in runs)
+
+
+class Enqueued(NamedTuple):
+    # A tuple: a bulk enqueue makes 20,000 of these, and a frozen dataclass's
+    # __init__ costs several times a tuple's.
     run_id: int
     created: bool  # False when an idempotency key matched an existing run
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import logging
+import operator
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -132,14 +134,16 @@ def _handler(name: str) -> str:
 
 
 # -- producing -------------------------------------------------------------------------
+_QUEUE_AND_HANDLER = operator.attrgetter("queue", "handler")
+_CREATED = operator.attrgetter("created")
+
+
 @_guarded("enqueue")
 def runs_enqueued(runs: Sequence[NewRun], results: Sequence[Enqueued]) -> None:
     # Counted per (queue, handler) first: a bulk enqueue of 20,000 runs of one handler
     # is one labelled increment, not 20,000 (they cost as much as writing the runs).
     created = collections.Counter(
-        (run.queue, run.handler)
-        for run, result in zip(runs, results, strict=False)
-        if result.created
+        map(_QUEUE_AND_HANDLER, itertools.compress(runs, map(_CREATED, results)))
     )
     counter = OBSERVER.instruments.enqueued
     for (queue, handler), count in created.items():

@@ -74,15 +74,19 @@ def enabled() -> bool:
     return _STATE.tracer is not None
 
 
-def stamp_and_send(runs: Sequence[NewRun]) -> contextlib.AbstractContextManager[list[NewRun]]:
-    """A PRODUCER span around an enqueue; yields the runs stamped with its context."""
+def stamp_and_send(
+    runs: Sequence[NewRun],
+) -> contextlib.AbstractContextManager[Sequence[NewRun]]:
+    """A PRODUCER span around an enqueue; yields the runs stamped with its context.
+    Untraced, the runs pass as they are: a bulk enqueue's RunBatch stays unread until
+    the store reads it."""
     if _STATE.tracer is None:
-        return contextlib.nullcontext(list(runs))
+        return contextlib.nullcontext(runs)
     return _sending(_STATE.tracer, runs)
 
 
 @contextlib.contextmanager
-def _sending(tracer: Tracer, runs: Sequence[NewRun]) -> Iterator[list[NewRun]]:
+def _sending(tracer: Tracer, runs: Sequence[NewRun]) -> Iterator[Sequence[NewRun]]:
     from opentelemetry import propagate
     from opentelemetry.trace import SpanKind
 

@@ -12,11 +12,11 @@ error, before anything is written.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from rota.domain.runs import NewRun
+from rota.domain.runs import NewRun, RunBatch
 from rota.handlers import Registry
 from rota.services.runs import REQUEST_FIELDS, RunRequest, check_deadline, new_run
 
@@ -26,12 +26,35 @@ SHAPE_FIELDS = tuple(name for name in REQUEST_FIELDS if name not in OWN_FIELDS)
 _FIELD_SET = frozenset(REQUEST_FIELDS)
 
 
-def new_runs(
-    registry: Registry, requests: Iterable[RunRequest | Mapping[str, Any]], now: datetime | None
-) -> list[NewRun]:
+Requests = Iterable[RunRequest | Mapping[str, Any]]
+
+
+def new_runs(registry: Registry, requests: Requests, now: datetime | None) -> list[NewRun]:
     """The runs ``requests`` ask for, in their order (``now``: as for new_run)."""
+    return list(_made(registry, requests, now))
+
+
+def run_batch(registry: Registry, requests: Requests, now: datetime | None) -> RunBatch:
+    """The runs ``requests`` ask for, made as a store reads them (RunBatch): the same
+    runs and the same first error as :func:`new_runs`, raised by the enqueue."""
+    given = list(requests)  # a copy: the caller's list may change while the batch is read
+    return RunBatch(_made(registry, given, now), len(given), lambda: _unkeyed(given))
+
+
+def _unkeyed(requests: Sequence[RunRequest | Mapping[str, Any]]) -> bool:
+    """Whether no request gives an idempotency key. Only a speed decision (COPY or
+    not) rests on it, so a request of any other kind counts as keyed."""
+    for request in requests:
+        if isinstance(request, dict):
+            if request.get("idempotency_key") is not None:
+                return False
+        elif not isinstance(request, RunRequest) or request.idempotency_key is not None:
+            return False
+    return True
+
+
+def _made(registry: Registry, requests: Requests, now: datetime | None) -> Iterator[NewRun]:
     shapes: dict[Hashable, NewRun] = {}
-    runs: list[NewRun] = []
     for request in requests:
         given = _given_fields(request)
         # The type beside each value: 1, 1.0 and True are equal dict keys, but only one
@@ -42,7 +65,7 @@ def new_runs(
         try:
             template = shapes.get(shape)
         except TypeError:  # a value that cannot be a key (tags as a list): made alone
-            runs.append(new_run(registry, RunRequest.coerce(request), now))
+            yield new_run(registry, RunRequest.coerce(request), now)
             continue
         if template is None:
             options = {name: value for name, _, value in shape}
@@ -50,12 +73,9 @@ def new_runs(
         deadline = given.get("deadline")
         if deadline is not None:
             check_deadline(deadline, now)
-        runs.append(
-            template.sibling(
-                given.get("payload"), given.get("idempotency_key"), given.get("run_at"), deadline
-            )
+        yield template.sibling(
+            given.get("payload"), given.get("idempotency_key"), given.get("run_at"), deadline
         )
-    return runs
 
 
 def _given_fields(request: RunRequest | Mapping[str, Any]) -> Mapping[str, Any]:

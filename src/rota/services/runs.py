@@ -162,7 +162,7 @@ def _default(value: T | None, default: T) -> T:
 
 
 async def enqueue(store: Store, clock: Clock, runs: Sequence[NewRun]) -> list[int]:
-    return [e.run_id for e in await producing.enqueue(store, runs, clock.db_now())]
+    return [run_id for run_id, _ in await producing.enqueue(store, runs, clock.db_now())]
 
 
 async def enqueue_in(

@@ -3,12 +3,13 @@ planner's writes and the optional caller-connection port reuse)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from rota.domain.labels import labels_json
-from rota.domain.runs import Enqueued, NewRun
+from rota.domain.runs import Enqueued, NewRun, unkeyed
 from rota.store.dialect import Dialect, Row, Session
 
 # Below this, one INSERT of arrays (or a loop on SQLite) is cheaper than COPY's setup.
@@ -81,9 +82,9 @@ async def insert_runs(
     batches go by COPY where the dialect has it."""
     if not runs:
         return []
-    if copy and len(runs) >= COPY_THRESHOLD and all(run.idempotency_key is None for run in runs):
+    if copy and len(runs) >= COPY_THRESHOLD and unkeyed(runs):
         ids = await session.copy_runs(runs, aging_seconds)
-        return [Enqueued(run_id, created=True) for run_id in ids]
+        return list(map(Enqueued._make, zip(ids, itertools.repeat(True))))
     items = [run_item(run) for run in runs]
     inserted = await session.batch("insert_runs", items, {"aging_seconds": aging_seconds})
     if len(inserted) == len(runs) == 1:

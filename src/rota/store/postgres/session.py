@@ -17,7 +17,7 @@ from psycopg import pq
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.rows import dict_row
 
-from rota.domain.runs import NewRun
+from rota.domain.runs import NewRun, RunBatch
 from rota.errors import StoreError
 from rota.store.dialect import NO_PARAMS, Params, Row
 from rota.store.postgres.arrays import as_array
@@ -179,15 +179,36 @@ class PgSession:
     async def copy_runs(self, runs: Sequence[NewRun], aging_seconds: float) -> list[int]:
         with _translated():
             async with self._savepoint_in_a_transaction():
-                cur = await self.conn.execute(RESERVE_IDS, {"count": len(runs), "now": self.now})
-                [(ids, db_now)] = await cur.fetchall()
+                async with self.conn.pipeline():
+                    # Sent, not awaited: the server draws the ids while the first chunk
+                    # of a RunBatch is made and checked here.
+                    cur = await self.conn.execute(
+                        RESERVE_IDS, {"count": len(runs), "now": self.now}
+                    )
+                    if isinstance(runs, RunBatch):
+                        runs.make_until(COPY_CHUNK_ROWS)
+                    [(ids, db_now)] = await cur.fetchall()
                 encoder = _RowEncoder(self.conn, db_now, timedelta(seconds=aging_seconds))
-                async with self.conn.cursor().copy(COPY_RUNS) as copy:
-                    await copy.write(COPY_SIGNATURE)
-                    for start in range(0, len(runs), COPY_CHUNK_ROWS):
-                        end = start + COPY_CHUNK_ROWS
-                        await copy.write(encoder.rows(ids[start:end], runs[start:end]))
-                    await copy.write(COPY_TRAILER)
+                refused: Exception | None = None
+                try:
+                    async with self.conn.cursor().copy(COPY_RUNS) as copy:
+                        await copy.write(COPY_SIGNATURE)
+                        for start in range(0, len(runs), COPY_CHUNK_ROWS):
+                            end = start + COPY_CHUNK_ROWS
+                            # A RunBatch makes and checks these runs now, while the
+                            # server stores the chunk before (the two overlap).
+                            try:
+                                chunk = encoder.rows(ids[start:end], runs[start:end])
+                            except Exception as exc:  # noqa: BLE001 - re-raised once the COPY ended
+                                refused = exc
+                                raise _CopyAborted from None
+                            await copy.write(chunk)
+                        await copy.write(COPY_TRAILER)
+                except _CopyAborted:
+                    # The COPY ended with a message of our own: psycopg would send
+                    # the refusal's text, which may name a value, into the server's log.
+                    assert refused is not None
+                    raise refused from None
         return list(ids)
 
     def _savepoint_in_a_transaction(self) -> AbstractAsyncContextManager[Any]:
@@ -198,6 +219,13 @@ class PgSession:
         if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
             return contextlib.nullcontext()
         return self.conn.transaction()
+
+
+class _CopyAborted(Exception):
+    """Ends a COPY whose runs were refused; its text is all the server sees."""
+
+    def __str__(self) -> str:
+        return "a run of the batch was refused; nothing was written"
 
 
 class _RowEncoder:
@@ -219,6 +247,8 @@ class _RowEncoder:
         segments = self._segments
         parts: list[bytes] = []
         for run_id, run in zip(ids, runs, strict=True):
+            if run.idempotency_key is not None:  # COPY has no column for it
+                raise StoreError("a run with an idempotency key cannot be enqueued by COPY")
             shared = _shared_fields(run)
             segment = segments.get(shared)
             if segment is None:
