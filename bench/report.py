@@ -19,9 +19,11 @@ from bench.memory import memory_lines, memory_target
 from bench.rates import rates_lines, rates_targets
 from bench.results import Results, Summary
 from bench.retire_report import retire_lines
+from bench.sustain_windows import sustain_targets
 from bench.webhooks import webhook_lines
 
 SYSTEMS = ("rota", "PgQueuer", "Procrastinate")
+
 DEFAULTS_NOTE = ", defaults"  # bench.systems: a variant measured as the system ships
 ANALYSIS = Path(__file__).with_name("analysis.md")
 
@@ -144,17 +146,8 @@ def _target_rows(results: Results) -> list[str]:
         f"best {_fmt(best_sqlite[1].median)} runs/s ({best_sqlite[0]})" if best_sqlite else "—",
         None if best_sqlite is None else best_sqlite[1].median >= 20_000,
     )
-    sustain = _records(results, "sustain")
-    if sustain:
-        s = sustain[0]
-        row(
-            "last minute within 10% of minute 1",
-            f"{_fmt(s['first_window_jobs_per_s'])} → {_fmt(s['last_window_jobs_per_s'])} jobs/s "
-            f"(ratio {s['value']:.2f}; windows of {s['window_s']:g} s over {s['seconds']:g} s)",
-            s["value"] >= 0.9,
-        )
-    else:
-        row("last minute within 10% of minute 1", "—", None)
+    for target in sustain_targets(results):
+        row(*target)
     row("worker memory < 80 MiB, no growth", *memory_target(results))
     for target in rates_targets(results):
         row(*target)
@@ -275,6 +268,10 @@ def _sqlite_rows(results: Results) -> list[str]:
     return rows
 
 
+def _mib(size: int | None) -> str:
+    return "—" if size is None else _fmt(size / 2**20)
+
+
 def _sustain_lines(results: Results) -> list[str]:
     records = _records(results, "sustain")
     if not records:
@@ -298,12 +295,14 @@ def _sustain_lines(results: Results) -> list[str]:
     if first and last:
         lines += [
             "",
-            "| window | jobs/s | server CPU µs/job | producer CPU µs/job |",
-            "|---|---:|---:|---:|",
-            f"| first | {_fmt(first['jobs_per_s'])} | {_fmt(first['server_cpu_us_per_job'])} | "
-            f"{_fmt(first['producer_cpu_us_per_job'])} |",
-            f"| last | {_fmt(last['jobs_per_s'])} | {_fmt(last['server_cpu_us_per_job'])} | "
-            f"{_fmt(last['producer_cpu_us_per_job'])} |",
+            "| window | jobs/s | server CPU µs/job | producer CPU µs/job | queue table MiB "
+            "(largest read) |",
+            "|---|---:|---:|---:|---:|",
+            *(
+                f"| {name} | {_fmt(w['jobs_per_s'])} | {_fmt(w['server_cpu_us_per_job'])} | "
+                f"{_fmt(w['producer_cpu_us_per_job'])} | {_mib(w.get('table_bytes_max'))} |"
+                for name, w in (("first", first), ("last", last))
+            ),
         ]
     return lines
 

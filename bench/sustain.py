@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -18,8 +17,9 @@ import psycopg
 from bench import pg, rota_runner
 from bench.config import BenchConfig
 from bench.cpu import ServerCpu
-from bench.procs import ScenarioFailed, WorkerGroup
+from bench.procs import WorkerGroup
 from bench.results import Results, run_async, say
+from bench.sustain_windows import Sample, window, window_rate
 from bench.systems import RotaWorkerSettings, rota_system
 
 LOW_WATER = 20_000
@@ -40,12 +40,8 @@ TABLE_STATS_SQL = (
 )
 
 
-@dataclass(frozen=True)
-class Sample:
-    elapsed: float
-    done: int  # runs finished so far
-    server_cpu_s: float  # PostgreSQL's CPU seconds so far
-    producer_cpu_s: float  # this (parent) process's CPU seconds so far
+TABLE_BYTES_SQL = "SELECT pg_total_relation_size('rota_runs_live')"
+TABLE_EVERY_S = 10.0  # the queue table's size is read this often
 
 
 async def _feed_and_sample(
@@ -61,11 +57,16 @@ async def _feed_and_sample(
         started = time.monotonic()
         server_cpu.start()
         producer_start = time.process_time()
+        table_read_at = -TABLE_EVERY_S
         try:
             while (elapsed := time.monotonic() - started) < seconds:
                 group.check_errors()
                 row = await (await conn.execute(UNFINISHED_COUNT_SQL)).fetchone()
                 unfinished = int(row[0]) if row else 0
+                table_bytes = None
+                if elapsed - table_read_at >= TABLE_EVERY_S:
+                    size = await (await conn.execute(TABLE_BYTES_SQL)).fetchone()
+                    table_bytes, table_read_at = (int(size[0]) if size else None), elapsed
                 server_cpu.sample()
                 samples.append(
                     Sample(
@@ -73,6 +74,7 @@ async def _feed_and_sample(
                         enqueued - unfinished,
                         server_cpu.so_far() or 0.0,
                         time.process_time() - producer_start,
+                        table_bytes,
                     )
                 )
                 if unfinished < LOW_WATER:
@@ -83,31 +85,6 @@ async def _feed_and_sample(
             await app.aclose()
             backends.close()
     return samples
-
-
-def _nearest(samples: list[Sample], at: float) -> Sample:
-    return min(samples, key=lambda s: abs(s.elapsed - at))
-
-
-def window(samples: list[Sample], start: float, end: float) -> dict[str, float | None]:
-    """Throughput over [start, end], and CPU per finished run in it."""
-    first, last = _nearest(samples, start), _nearest(samples, end)
-    if last.elapsed <= first.elapsed:
-        raise ScenarioFailed("too few samples in a sustain window")
-    done = last.done - first.done
-
-    def per_job(seconds: float) -> float | None:
-        return round(1e6 * seconds / done) if done > 0 else None
-
-    return {
-        "jobs_per_s": round(done / (last.elapsed - first.elapsed), 1),
-        "server_cpu_us_per_job": per_job(last.server_cpu_s - first.server_cpu_s),
-        "producer_cpu_us_per_job": per_job(last.producer_cpu_s - first.producer_cpu_s),
-    }
-
-
-def window_rate(samples: list[Sample], start: float, end: float) -> float:
-    return float(window(samples, start, end)["jobs_per_s"] or 0.0)
 
 
 def sustain_once(cfg: BenchConfig, worker: RotaWorkerSettings) -> dict[str, Any]:
