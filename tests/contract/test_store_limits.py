@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from rota.domain.limits import Limit, LimitScope
+from rota.domain.runs import ClaimedRun
 from rota.domain.states import RunState
 from rota.store.port import ClaimRequest, Store
 
@@ -84,6 +85,40 @@ async def test_racing_claimers_never_exceed_a_key_limit(store: Store) -> None:
             )
         )
     assert sum(len(r) for r in results) == 3
+
+
+async def test_racing_claimers_keep_every_key_limit_while_runs_end(store: Store) -> None:
+    """Many keys, racing claimers, and some held runs ending between rounds: what each
+    key holds never passes its limit."""
+    key_of: dict[int, str] = {}
+    for i in range(60):
+        key = f"k{i % 6}"
+        key_of[await enqueue_one(store, T0, concurrency_key=key, concurrency_limit=2)] = key
+    held: dict[int, ClaimedRun] = {}  # claimed and not yet ended
+    ended = 0
+    async with peers(store, 6) as stores:
+        for _ in range(60):
+            results = await bounded(
+                asyncio.gather(
+                    *(s.claim(_request(limit=4, worker=f"w{i}"), T0) for i, s in enumerate(stores))
+                )
+            )
+            claimed = [c for taken in results for c in taken]
+            assert len({c.run_id for c in claimed}) == len(claimed), "a run claimed twice"
+            held.update((c.run_id, c) for c in claimed)
+            per_key: dict[str, int] = {}
+            for run_id in held:
+                per_key[key_of[run_id]] = per_key.get(key_of[run_id], 0) + 1
+            assert max(per_key.values(), default=0) <= 2, per_key
+            # The oldest held run of each key ends: its key has room again.
+            ending = {}
+            for run_id in sorted(held):
+                ending.setdefault(key_of[run_id], run_id)
+            await store.complete([succeeded(held.pop(r)) for r in ending.values()], T0)
+            ended += len(ending)
+            if ended == 60:
+                break
+    assert ended == 60, "every run was claimed and ended"
 
 
 # -- handler, queue and global limits ----------------------------------------
