@@ -111,7 +111,7 @@ async def test_racing_claimers_keep_every_key_limit_while_runs_end(store: Store)
                 per_key[key_of[run_id]] = per_key.get(key_of[run_id], 0) + 1
             assert max(per_key.values(), default=0) <= 2, per_key
             # The oldest held run of each key ends: its key has room again.
-            ending = {}
+            ending: dict[str, int] = {}
             for run_id in sorted(held):
                 ending.setdefault(key_of[run_id], run_id)
             await store.complete([succeeded(held.pop(r)) for r in ending.values()], T0)
