@@ -189,7 +189,6 @@ class PgSession:
                         runs.make_until(COPY_CHUNK_ROWS)
                     [(ids, db_now)] = await cur.fetchall()
                 encoder = _RowEncoder(self.conn, db_now, timedelta(seconds=aging_seconds))
-                refused: Exception | None = None
                 try:
                     async with self.conn.cursor().copy(COPY_RUNS) as copy:
                         await copy.write(COPY_SIGNATURE)
@@ -199,16 +198,12 @@ class PgSession:
                             # server stores the chunk before (the two overlap).
                             try:
                                 chunk = encoder.rows(ids[start:end], runs[start:end])
-                            except Exception as exc:  # noqa: BLE001 - re-raised once the COPY ended
-                                refused = exc
-                                raise _CopyAborted from None
+                            except Exception as refused:  # noqa: BLE001 - raised again below
+                                raise _CopyAborted(refused) from None
                             await copy.write(chunk)
                         await copy.write(COPY_TRAILER)
-                except _CopyAborted:
-                    # The COPY ended with a message of our own: psycopg would send
-                    # the refusal's text, which may name a value, into the server's log.
-                    assert refused is not None
-                    raise refused from None
+                except _CopyAborted as aborted:
+                    raise aborted.refused from None
         return list(ids)
 
     def _savepoint_in_a_transaction(self) -> AbstractAsyncContextManager[Any]:
@@ -222,7 +217,13 @@ class PgSession:
 
 
 class _CopyAborted(Exception):
-    """Ends a COPY whose runs were refused; its text is all the server sees."""
+    """Ends a COPY one of whose runs was refused, carrying the refusal out of it. psycopg
+    ends an interrupted COPY with the error's text, which reaches the server's log and
+    may name a value: this one's text is all the server sees."""
+
+    def __init__(self, refused: Exception) -> None:
+        super().__init__()
+        self.refused = refused
 
     def __str__(self) -> str:
         return "a run of the batch was refused; nothing was written"
