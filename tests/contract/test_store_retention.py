@@ -143,3 +143,33 @@ async def test_the_upgrade_keeps_every_attempt_and_line(version_29_url: str) -> 
     first, ahead, _ = str(holders).split(",")
     assert first.startswith("rota_run_logs_upto_")
     assert ahead.startswith("rota_run_logs_2") or ahead == "rota_run_logs_default"
+
+
+# Indexes of history's first partition (made of the old runs table by migration 20)
+# whose only column is id.
+ID_INDEXES_OF_THE_FIRST_PARTITION = (
+    "SELECT count(*) FROM pg_index i"
+    " JOIN pg_class t ON t.oid = i.indrelid"
+    " WHERE t.relname LIKE 'rota_runs_history_upto_%%'"
+    " AND i.indnatts = 1 AND i.indkey[0] = ("
+    "   SELECT attnum FROM pg_attribute WHERE attrelid = t.oid AND attname = 'id')"
+)
+
+
+async def test_the_first_partition_keeps_one_index_on_id(pg_url: str) -> None:
+    """Migration 32: the old table's primary key went, history's own index on id stays;
+    every run a database finishes before its first day partition wrote into both."""
+    with postgres_database(pg_url, "v31") as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            migrate_postgres(conn, 32)
+        assert await _scalar(url, ID_INDEXES_OF_THE_FIRST_PARTITION) == 2
+        store = PostgresStore(url)
+        await store.open()
+        try:
+            assert await store.migrate() == list(range(32, latest_version("postgres") + 1))
+            assert await _scalar(url, ID_INDEXES_OF_THE_FIRST_PARTITION) == 1
+            for run_id in await _finish_runs(store, url, 1):
+                run = await store.get_run(run_id)
+                assert run is not None, "a finished run is still read by its id"
+        finally:
+            await store.close()

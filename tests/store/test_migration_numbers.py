@@ -20,7 +20,7 @@ SHIPPED_DIFFERENTLY = {
     20: ("breaker_namespaces", "two_homes"),
     21: ("state_index_without_held_runs", "breaker_namespaces"),
 }
-NO_STEP = {"sqlite": {21, 22, 27, 30}, "postgres": set()}
+NO_STEP = {"sqlite": {21, 22, 27, 30, 32}, "postgres": set()}
 
 
 def _has_statements(sql: str) -> bool:

@@ -1,0 +1,4 @@
+-- rota schema version 32 (SQLite): no step. PostgreSQL's history partition made of the
+-- old runs table drops that table's primary key, a second index on id there (its
+-- migration 32); SQLite keeps history in one table with one. This file keeps the two
+-- dialects' numbers alike (ADR 0033).
