@@ -90,6 +90,8 @@ def test_a_run_batch_makes_the_runs_new_runs_makes_as_they_are_read():
     assert batch[2:9] == made[2:9]
     assert batch[-1] == made[-1]
     assert list(batch) == made
+    backwards = run_batch(registry, requests, NOW)  # nothing made yet
+    assert backwards[12:3:-2] == made[12:3:-2]
 
 
 def test_a_run_batch_is_the_requests_as_they_were_given():

@@ -240,7 +240,8 @@ class RunBatch(Sequence[NewRun]):
     def __getitem__(self, index: slice) -> list[NewRun]: ...
     def __getitem__(self, index: int | slice) -> NewRun | list[NewRun]:
         if isinstance(index, slice):
-            self.make_until(index.indices(self._count)[1])
+            start, stop, step = index.indices(self._count)
+            self.make_until(stop if step > 0 else start + 1)
         else:
             self.make_until(self._count if index < 0 else index + 1)
         return self._runs[index]
