@@ -18,6 +18,7 @@ from bench.dashboard import dashboard_lines
 from bench.memory import memory_lines, memory_target
 from bench.rates import rates_lines, rates_targets
 from bench.results import Results, Summary
+from bench.results import fmt as _fmt
 from bench.retire_report import retire_lines
 from bench.sustain_windows import sustain_targets
 from bench.webhooks import webhook_lines
@@ -26,10 +27,6 @@ SYSTEMS = ("rota", "PgQueuer", "Procrastinate")
 
 DEFAULTS_NOTE = ", defaults"  # bench.systems: a variant measured as the system ships
 ANALYSIS = Path(__file__).with_name("analysis.md")
-
-
-def _fmt(value: float | None, digits: int = 0) -> str:
-    return "—" if value is None else f"{value:,.{digits}f}"
 
 
 def _cell(summary: Summary | None, digits: int = 0, failed: bool = False) -> str:

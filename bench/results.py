@@ -17,6 +17,11 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def fmt(value: float | None, digits: int = 0) -> str:
+    """A figure as the report prints it (thousands separated; a dash when missing)."""
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
 def run_async(coro: Coroutine[Any, Any, T], timeout: float) -> T:
     """Run parent-side async work (install, enqueue) under a deadline."""
     return asyncio.run(asyncio.wait_for(coro, timeout))

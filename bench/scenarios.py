@@ -32,10 +32,13 @@ def bulk_enqueue(cfg: BenchConfig, results: Results, system: System, batch: int)
     def measure() -> float:
         with pg.fresh_database(cfg.admin_url, "enqueue") as url:
             run_async(system.module.install(url), SETUP_TIMEOUT_S)
-            caller = {"module": system.module.__name__, "url": url}
-            with WorkerGroup(
-                enqueue_in_caller, [{**caller, "total": cfg.jobs, "batch": batch}]
-            ) as one:
+            caller = {
+                "module": system.module.__name__,
+                "url": url,
+                "total": cfg.jobs,
+                "batch": batch,
+            }
+            with WorkerGroup(enqueue_in_caller, [caller]) as one:
                 one.start()
                 one.go()
                 seconds = one.collect(cfg.scenario_timeout_s)[0]["seconds"]

@@ -9,10 +9,10 @@ against the first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from bench.config import LONG_SUSTAIN_S
 from bench.procs import ScenarioFailed
+from bench.results import Results, fmt
 
 # The queue table is flat over a long sustained run when its largest size in the last
 # window is at most this many times its largest in the first (autovacuum's steady state
@@ -61,7 +61,7 @@ def window_rate(samples: list[Sample], start: float, end: float) -> float:
     return float(window(samples, start, end)["jobs_per_s"] or 0.0)
 
 
-def sustain_targets(results: Any) -> list[tuple[str, str, bool | None]]:
+def sustain_targets(results: Results) -> list[tuple[str, str, bool | None]]:
     """(e)'s rows: a run of half an hour or more is judged by issue 24's target (the
     last 5 minutes within 5% of the first 5, the queue table's size flat: its largest
     in the last window at most SIZE_FLAT times its largest in the first), a shorter
@@ -71,7 +71,7 @@ def sustain_targets(results: Any) -> list[tuple[str, str, bool | None]]:
         return [("last minute within 10% of minute 1", "—", None)]
     s = records[0]
     rates = (
-        f"{_number(s['first_window_jobs_per_s'])} → {_number(s['last_window_jobs_per_s'])} jobs/s "
+        f"{fmt(s['first_window_jobs_per_s'])} → {fmt(s['last_window_jobs_per_s'])} jobs/s "
         f"(ratio {s['value']:.2f}; windows of {s['window_s']:g} s over {s['seconds']:g} s)"
     )
     if s["seconds"] < LONG_SUSTAIN_S:
@@ -82,7 +82,7 @@ def sustain_targets(results: Any) -> list[tuple[str, str, bool | None]]:
     size = (
         "—"
         if size_ratio is None
-        else f"{_number(first / 2**20)} → {_number(last / 2**20)} MiB (ratio {size_ratio:.2f})"
+        else f"{fmt(first / 2**20)} → {fmt(last / 2**20)} MiB (ratio {size_ratio:.2f})"
     )
     return [
         ("sustained 30 min: last 5 minutes within 5% of the first 5", rates, s["value"] >= 0.95),
@@ -93,7 +93,3 @@ def sustain_targets(results: Any) -> list[tuple[str, str, bool | None]]:
             None if size_ratio is None else size_ratio <= SIZE_FLAT,
         ),
     ]
-
-
-def _number(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.0f}"
