@@ -116,9 +116,10 @@ async def test_counting_again_counts_nothing_twice(store: Store) -> None:
     later = NOW + timedelta(minutes=3)
     await _count_all(store, later)  # and later: the recount window overlaps
     assert _totals(await _read(store, ChartRange.WEEK, ChartBy.QUEUE)) == _totals(before)
-    # A run that finished late inside the recount window is counted by the next batch.
-    await _finish(store, 590, 0.01, queue="q3")
-    await _count_all(store, later + timedelta(minutes=1))
+    # A run that finished late inside the recount window (the minute before the one
+    # last settled: T0 + 12 min) is counted by a batch before the next minute settles.
+    await _finish(store, 750, 0.01, queue="q3")
+    await _count_all(store, later + timedelta(seconds=30))
     counts = await _read(store, ChartRange.HOUR, ChartBy.QUEUE)
     assert _totals(counts)["q3"] == (1, 1, 0, (1, 0, 0, 0, 0, 0))
 

@@ -103,8 +103,9 @@ async def test_counting_finished_minutes_changes_no_answer_and_is_read(store: St
     # the counts cover (here, everything before T0 + 10 min).
     assert await store.prune_finished(at(420), limit=100) == 11
     assert await store.finished_counts(at(0), 300) == before[(at(0), 300)]
-    # A run finishing late inside the recount window is counted by the next count.
-    await _finish_runs(store, [500], queue="q3")
+    # A run finishing late inside the recount window (the minute before the one last
+    # counted: T0 + 9 min) is counted by the next count.
+    await _finish_runs(store, [570], queue="q3")
     await store.count_finished_minutes(at(700))
     late = FinishedCount(at(300), "default", "q3", RunState.SUCCEEDED, 1)
     assert late in await store.finished_counts(at(0), 300)

@@ -55,8 +55,12 @@ def test_batches_move_forward_until_caught_up_then_recount_the_last_minutes() ->
 
 
 def test_a_batch_across_an_hour_keeps_the_minutes_of_both_hours() -> None:
-    batch = chart_batch(datetime(2030, 1, 8, 12, 3, tzinfo=UTC), SETTLED.replace(minute=1))
-    assert batch.start == datetime(2030, 1, 8, 11, 57, tzinfo=UTC)
+    # Counted until 11:59, settled until 12:01: the batch counts 11:59 and 12:00.
+    batch = chart_batch(
+        datetime(2030, 1, 8, 12, 2, 30, tzinfo=UTC), SETTLED.replace(hour=11, minute=59)
+    )
+    assert batch.start == datetime(2030, 1, 8, 11, 59, tzinfo=UTC)
+    assert batch.until == datetime(2030, 1, 8, 12, 1, tzinfo=UTC)
     assert batch.hour_start == datetime(2030, 1, 8, 11, tzinfo=UTC)
     assert batch.hour_until == datetime(2030, 1, 8, 13, tzinfo=UTC)
 

@@ -18,10 +18,11 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from rota.domain.states import RunState
-from rota.domain.stats import minute_floor
+from rota.domain.stats import FINISHED_RECOUNT, FINISHED_SETTLE, minute_floor
 
-CHART_SETTLE = timedelta(seconds=60)  # a completion's finished_at may trail its commit
-CHART_RECOUNT = timedelta(minutes=5)  # counted again on every turn, in case one did
+# When a minute is counted, and how much is counted again: the finished counts' (stats.py).
+CHART_SETTLE = FINISHED_SETTLE
+CHART_RECOUNT = FINISHED_RECOUNT
 CHART_BATCH = timedelta(hours=1)  # the most one transaction counts (bounded catch-up)
 # A first count of 8 days is caught up in one turn of the duty, an hour a transaction
 # (the writer is let go between batches); later turns need one batch.

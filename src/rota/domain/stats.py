@@ -39,8 +39,14 @@ class FinishedCount:
 # FINISHED_SETTLE has passed since it ended (a completion's finished_at can be behind
 # its commit by that much), and the last FINISHED_RECOUNT is counted again each time, in
 # case one was later still. Counted minutes are kept for FINISHED_KEEP.
+# The charts' rollup (domain/charts.py) uses the same two. Every turn reads each run of
+# the recounted minutes again, in one transaction whose snapshot holds back the queue
+# table's cleanup: five minutes at 15-20k runs/s kept it from pruning for ~20 s of each
+# minute and slowed the drain to half then (docs/benchmarks-by-hand.md, "what slowed
+# the sustained run"). A run is so counted right when its transaction commits within
+# two minutes of its finished_at.
 FINISHED_SETTLE = timedelta(seconds=60)
-FINISHED_RECOUNT = timedelta(minutes=5)
+FINISHED_RECOUNT = timedelta(minutes=1)
 FINISHED_KEEP = timedelta(hours=2)
 MINUTE = 60
 
