@@ -149,3 +149,35 @@ def choose(
         chosen.append(c.run_id)
         active.add(c.queue, c.handler, c.concurrency_key, c.concurrency_limit)
     return chosen
+
+
+KEY_STRIPES = 16  # claim_key_stripes' stripes (sql/postgres/claim.sql)
+SHARE_PROBE_EVERY = 10  # shared claims between two that ask for every stripe again
+
+
+@dataclass
+class StripeShare:
+    """How many key stripes this process's next key-only claim asks for (ADR 0040).
+
+    Every stripe while no other claimer holds any: the claim then sees every key, as a
+    claim under the cluster lock does. Half once a claim found stripes held, so two
+    claimers take disjoint halves side by side instead of each waiting for the other
+    to take everything; every SHARE_PROBE_EVERY-th claim asks for all again, and a claim
+    that gets all goes back to asking for all."""
+
+    asks: int = KEY_STRIPES
+    _until_probe: int = 0
+
+    def ask(self) -> int:
+        if self.asks < KEY_STRIPES and self._until_probe <= 0:
+            return KEY_STRIPES
+        return self.asks
+
+    def saw(self, asked: int, got: int) -> None:
+        """A claim asked for ``asked`` stripes and got ``got``."""
+        if got < asked:  # another claimer holds some
+            self.asks, self._until_probe = KEY_STRIPES // 2, SHARE_PROBE_EVERY
+        elif asked == KEY_STRIPES:
+            self.asks = KEY_STRIPES
+        else:
+            self._until_probe -= 1
