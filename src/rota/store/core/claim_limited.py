@@ -88,7 +88,7 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
 
         async def claim_limited(session: Session) -> None:
             if stripes is not None and session.key_stripes is not None:
-                self._stripe_share.saw(stripes, len(session.key_stripes))
+                self._stripe_share.saw(stripes, len(session.key_stripes), time.monotonic())
             # Round trips under the lock: rate use (with the claim's instant and the
             # pruning of old starts), the candidate windows, and the claim itself (with
             # the new starts logged): three when one window holds what is wanted.
@@ -121,7 +121,7 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
         # Only keys limit this claim: it needs only some keys to itself (ADR 0040). Plain
         # runs (everything) need no lock: claim_ids takes a run only while it waits.
         by_key = not (limits.any or rates.any or rules or tripped)
-        stripes = self._stripe_share.ask() if by_key else None
+        stripes = self._stripe_share.ask(time.monotonic()) if by_key else None
         try:
             await self._d.in_serialised(now, claim_limited, stripes)
         except ClaimLockBusy:

@@ -52,10 +52,16 @@ SELECT pg_advisory_xact_lock(7307916210);
 -- name: claim_lock_by_key
 -- claim_lock for a claim only keys limit (no queue, handler or global limit, no rate,
 -- no breaker): the cluster lock shared, so such claims never wait for each other here;
--- claim_key_stripes then takes the keys this one may count and claim.
+-- claim_key_stripes then takes the keys this one may count and claim. The planner takes
+-- the stripe test in limited_candidates for a selective one (0.5% a stripe) and would
+-- read and sort every keyed run of a queue rather than walk its index in order, which
+-- stops after a window: neither a bitmap scan nor a sort is chosen in this transaction
+-- while another plan exists.
 BEGIN;
 SET LOCAL idle_in_transaction_session_timeout = '5s';
 SET LOCAL lock_timeout = '2s';
+SET LOCAL enable_bitmapscan = off;
+SET LOCAL enable_sort = off;
 SELECT pg_advisory_xact_lock_shared(7307916210);
 
 -- name: claim_key_stripes
