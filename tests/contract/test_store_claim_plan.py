@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from rota.store.core.claim_window import stripes_window
 from rota.store.port import ClaimRequest
 from rota.store.postgres import PostgresStore
 from rota.store.queries import load_queries
@@ -174,7 +175,6 @@ async def test_limited_candidates_read_each_partial_index_a_window_deep(pg_clean
             "full_keys": [],
             "full_handlers": [],
             "chosen": [],
-            "window": 116,
             "now": at(60),  # every run due
         }
         query = load_queries("postgres")["limited_candidates"]
@@ -184,7 +184,7 @@ async def test_limited_candidates_read_each_partial_index_a_window_deep(pg_clean
         for stripes in (None, list(range(8))):
             if stripes is not None:
                 await conn.execute(load_queries("postgres")["claim_lock_by_key"])
-            cur = await conn.execute("EXPLAIN " + query, params | {"key_stripes": stripes})
+            cur = await conn.execute("EXPLAIN " + query, params | stripes_window(116, stripes))
             plans.append("\n".join(row[0] for row in await cur.fetchall()))
         await conn.execute("ROLLBACK")
     for plan in plans:

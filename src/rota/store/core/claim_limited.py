@@ -28,6 +28,7 @@ from rota.store.core.claim_window import (
     count_keys,
     is_plain,
     starts_logged,
+    stripes_window,
     window_params,
 )
 from rota.store.core.queues import CoreQueues
@@ -168,7 +169,7 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
             rows = await session.rows(
                 "limited_candidates",
                 window_params(ask, limits, gate, active, chosen + passed)
-                | {"window": window, "key_stripes": session.key_stripes},
+                | stripes_window(window, session.key_stripes),
             )
             candidates = [candidate_of(r) for r in rows]
             if not limits.any:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rota.domain.breakers import BreakerView
-from rota.domain.limits import Active, Candidate, Limits
+from rota.domain.limits import KEY_STRIPES, Active, Candidate, Limits
 from rota.domain.rates import Rates, RateScope, RateUse
 from rota.store.dialect import Row
 
@@ -81,6 +81,13 @@ def window_params(
         # budget only fills as the claim goes on.
         "chosen": seen,
     }
+
+
+def stripes_window(window: int, stripes: list[int] | None) -> dict[str, Any]:
+    """The window, and how deep the keyed runs are read to fill it when the claim holds
+    only ``stripes`` of the KEY_STRIPES (None: every key, ADR 0040)."""
+    share = KEY_STRIPES if stripes is None else max(len(stripes), 1)
+    return {"window": window, "keyed_window": window * KEY_STRIPES // share, "key_stripes": stripes}
 
 
 def candidate_of(r: Row) -> Candidate:
