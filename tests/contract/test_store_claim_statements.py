@@ -31,7 +31,6 @@ class _NotingSession:
     def __init__(self, inner: Session, sent: list[str]) -> None:
         self._inner = inner
         self._sent = sent
-        self.key_stripes = inner.key_stripes
 
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         self._sent.append(query)
@@ -64,12 +63,10 @@ class _NotingDialect:
         async with self._inner.session(now) as session:
             yield _NotingSession(session, self.sent)
 
-    async def in_serialised(
-        self, now: Any, body: Callable[[Any], Awaitable[T]], key_stripes: int | None = None
-    ) -> T:
+    async def in_serialised(self, now: Any, body: Callable[[Any], Awaitable[T]]) -> T:
         self.sent.append("claim_lock")
         result: T = await self._inner.in_serialised(
-            now, lambda session: body(_NotingSession(session, self.sent)), key_stripes
+            now, lambda session: body(_NotingSession(session, self.sent))
         )
         return result
 

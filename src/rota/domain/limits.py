@@ -149,39 +149,3 @@ def choose(
         chosen.append(c.run_id)
         active.add(c.queue, c.handler, c.concurrency_key, c.concurrency_limit)
     return chosen
-
-
-KEY_STRIPES = 16  # claim_key_stripes' stripes (sql/postgres/claim.sql)
-SHARE_PROBE_EVERY = 10  # shared claims between two that ask for every stripe again
-SHARE_HOLD_SECONDS = 1.0  # how long a claimer shares after it last saw another
-
-
-@dataclass
-class StripeShare:
-    """How many key stripes this process's next key-only claim asks for (ADR 0040).
-
-    Every stripe while no other claimer holds any: the claim then sees every key, as a
-    claim under the cluster lock does. Half for SHARE_HOLD_SECONDS after a claim found
-    stripes held, so two claimers take disjoint halves side by side instead of each
-    waiting for the other to take everything. Two claimers that share each get all the
-    half they ask for, so every SHARE_PROBE_EVERY-th claim asks for all again to learn
-    whether the other is still there."""
-
-    _seen_at: float | None = None  # when a claim last found stripes held (monotonic)
-    _since_probe: int = 0
-
-    def ask(self, now: float) -> int:
-        if self._seen_at is None or now - self._seen_at > SHARE_HOLD_SECONDS:
-            return KEY_STRIPES
-        if self._since_probe >= SHARE_PROBE_EVERY:
-            return KEY_STRIPES
-        return KEY_STRIPES // 2
-
-    def saw(self, asked: int, got: int, now: float) -> None:
-        """A claim at ``now`` asked for ``asked`` stripes and got ``got``."""
-        if got < asked:  # another claimer holds some
-            self._seen_at, self._since_probe = now, 0
-        elif asked == KEY_STRIPES:  # all of them: nobody else
-            self._seen_at = None
-        else:
-            self._since_probe += 1

@@ -43,10 +43,6 @@ class ClaimLockBusy(StoreError):
 class Session(Protocol):
     """One connection, usually inside a transaction opened by the dialect."""
 
-    # In a serialised transaction asked for key_stripes (PostgreSQL): the stripes it holds,
-    # whose keys' runs alone it may count and claim (ADR 0040). None: every key.
-    key_stripes: list[int] | None
-
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         """Run a named query; its rows (none for a statement without a result)."""
 
@@ -115,15 +111,10 @@ class Dialect(Protocol):
         between the two homes by a statement that committed meanwhile, ADR 0027), so
         a body keeps what it learns in its return value, never in a list outside it."""
 
-    async def in_serialised(self, now: Instant, body: Body[T], key_stripes: int | None = None) -> T:
+    async def in_serialised(self, now: Instant, body: Body[T]) -> T:
         """:meth:`in_transaction`, and no other serialised one (in any process)
         overlaps it: the limited claim counts what runs and claims within the limits
-        in one step. Raises ClaimLockBusy when another holder does not let go in time.
-
-        ``key_stripes``: the body counts and claims by concurrency key only, so it needs
-        only some keys to itself: up to that many of the key stripes, which it finds in
-        ``session.key_stripes``. Such bodies overlap when their stripes differ
-        (PostgreSQL; SQLite serialises every writer anyway, and gives them every key)."""
+        in one step. Raises ClaimLockBusy when another holder does not let go in time."""
 
     async def vacuum(self) -> None: ...
 
@@ -137,8 +128,6 @@ class Dialect(Protocol):
 class OneShot:
     """A session whose every call is a write of its own (one round trip, or one hop to
     SQLite's thread): the hot path needs no transaction around a single statement."""
-
-    key_stripes: list[int] | None = None
 
     def __init__(self, dialect: Dialect, now: datetime | None) -> None:
         self._d = dialect

@@ -7,7 +7,6 @@ the claim rounds, the leader-term check and the row mappers live in ``store/core
 
 from __future__ import annotations
 
-from rota.domain.limits import StripeShare
 from rota.domain.workflows import DEFAULT_MAP_MAX_ITEMS
 from rota.store.bulk_port import BulkRunStore
 from rota.store.core.access import CoreAccess
@@ -63,7 +62,6 @@ class SqlStore(
         self._rules = Recent(self._read_rules)
         self._tripped = Recent(self._read_tripped)
         self._paused = Recent(self._read_paused)
-        self._stripe_share = StripeShare()  # how many key stripes a key-only claim asks for
 
     @property
     def webhooks(self) -> WebhookStore:

@@ -16,7 +16,7 @@ from datetime import datetime
 import structlog
 
 from rota.domain.breakers import Breaker
-from rota.domain.limits import Active, Limit, Limits, StripeShare, choose
+from rota.domain.limits import Active, Limit, Limits, choose
 from rota.domain.overlap import SKIPPED_REASON, overlap_skips
 from rota.domain.rates import Rate, RateLimit, Rates, RateScope, RateUse
 from rota.domain.runs import ClaimedRun
@@ -28,7 +28,6 @@ from rota.store.core.claim_window import (
     count_keys,
     is_plain,
     starts_logged,
-    stripes_window,
     window_params,
 )
 from rota.store.core.queues import CoreQueues
@@ -58,7 +57,6 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
     # When (time.monotonic) a full rate bucket this process saw gets a slot back: an
     # idle worker wakes then instead of at its next poll (see next_due_in).
     _rate_frees_at: float | None = None
-    _stripe_share: StripeShare  # set in SqlStore.__init__
 
     async def _read_limits(self) -> tuple[Limits, Rates]:
         rows = await self._d.rows("limits")
@@ -88,8 +86,6 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
         taken = Taken()
 
         async def claim_limited(session: Session) -> None:
-            if stripes is not None and session.key_stripes is not None:
-                self._stripe_share.saw(stripes, len(session.key_stripes), time.monotonic())
             # Round trips under the lock: rate use (with the claim's instant and the
             # pruning of old starts), the candidate windows, and the claim itself (with
             # the new starts logged): three when one window holds what is wanted.
@@ -119,12 +115,8 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
             rows = await session.rows("claim_ids", params)
             taken.claimed = [claimed_from_row(row) for row in rows]
 
-        # Only keys limit this claim: it needs only some keys to itself (ADR 0040). Plain
-        # runs (everything) need no lock: claim_ids takes a run only while it waits.
-        by_key = not (limits.any or rates.any or rules or tripped)
-        stripes = self._stripe_share.ask(time.monotonic()) if by_key else None
         try:
-            await self._d.in_serialised(now, claim_limited, stripes)
+            await self._d.in_serialised(now, claim_limited)
         except ClaimLockBusy:
             log.info("limited claim skipped: another claimer holds the limits lock")
             return Taken()
@@ -168,8 +160,7 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
             window = max(ask.want * 4, 200) if wide else ask.want - len(chosen) + WINDOW_SLACK
             rows = await session.rows(
                 "limited_candidates",
-                window_params(ask, limits, gate, active, chosen + passed)
-                | stripes_window(window, session.key_stripes),
+                window_params(ask, limits, gate, active, chosen + passed) | {"window": window},
             )
             candidates = [candidate_of(r) for r in rows]
             if not limits.any:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rota.domain.breakers import BreakerView
-from rota.domain.limits import KEY_STRIPES, Active, Candidate, Limits
+from rota.domain.limits import Active, Candidate, Limits
 from rota.domain.rates import Rates, RateScope, RateUse
 from rota.store.dialect import Row
 
@@ -81,17 +81,6 @@ def window_params(
         # budget only fills as the claim goes on.
         "chosen": seen,
     }
-
-
-def stripes_window(window: int, stripes: list[int] | None) -> dict[str, Any]:
-    """The window, and how deep the keyed runs are read to fill it when the claim holds
-    only ``stripes`` of the KEY_STRIPES (None: every key, ADR 0040). Half again as deep
-    as the stripes' share: a window the stripe test leaves short ends the claim's rounds
-    (the queue looks drained), so a short one must be rare."""
-    if stripes is None:
-        return {"window": window, "keyed_window": window, "key_stripes": None}
-    deep = window * KEY_STRIPES * 3 // (2 * max(len(stripes), 1))
-    return {"window": window, "keyed_window": deep, "key_stripes": stripes}
 
 
 def candidate_of(r: Row) -> Candidate:

@@ -215,16 +215,14 @@ class PgDialect:
 
             return await rerun_on_conflict(attempt)
 
-    async def in_serialised(
-        self, now: datetime | None, body: Body[T], key_stripes: int | None = None
-    ) -> T:
+    async def in_serialised(self, now: datetime | None, body: Body[T]) -> T:
         # BEGIN goes in the lock's own round trip (claim_lock starts with it): every
         # limited claim of the cluster takes this path, and a separate BEGIN was one
         # more round trip per claim (ADR 0016, second addendum).
         async with self.connection() as conn:
             with _translated():
                 try:
-                    stripes = await _take_claim_lock(conn, key_stripes)
+                    await conn.execute(Q["claim_lock"])
                 except psycopg.errors.LockNotAvailable:
                     await conn.execute("ROLLBACK")
                     raise ClaimLockBusy("another claimer holds the limits lock") from None
@@ -232,7 +230,7 @@ class PgDialect:
                     await _roll_back(conn)
                     raise
                 try:
-                    result = await body(PgSession(conn, now, stripes))
+                    result = await body(PgSession(conn, now))
                 except BaseException:
                     await _roll_back(conn)
                     raise
@@ -320,20 +318,3 @@ async def _roll_back(conn: psycopg.AsyncConnection[Any]) -> None:
     if status in (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR):
         with contextlib.suppress(psycopg.Error):
             await conn.execute("ROLLBACK")
-
-
-async def _take_claim_lock(
-    conn: psycopg.AsyncConnection[Any], most: int | None
-) -> list[int] | None:
-    """Open the serialised transaction and take its lock: up to ``most`` key stripes
-    (ADR 0040) and the stripes taken, or claim_lock (``most`` None) and None."""
-    if most is None:
-        await conn.execute(Q["claim_lock"])
-        return None
-    await conn.execute(Q["claim_lock_by_key"])
-    row = await (await conn.execute(Q["claim_key_stripes"], {"most": most})).fetchone()
-    stripes: list[int] = row[0] if row else []
-    if not stripes:
-        row = await (await conn.execute(Q["claim_lock_one_stripe"])).fetchone()
-        stripes = row[0] if row else []
-    return stripes

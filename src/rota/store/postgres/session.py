@@ -145,15 +145,9 @@ def as_arrays(items: Sequence[Params], shared: Params) -> dict[str, Any]:
 
 
 class PgSession:
-    def __init__(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        now: datetime | None,
-        key_stripes: list[int] | None = None,
-    ) -> None:
+    def __init__(self, conn: psycopg.AsyncConnection[Any], now: datetime | None) -> None:
         self.conn = conn
         self.now = now
-        self.key_stripes = key_stripes
 
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
@@ -300,8 +294,6 @@ class SyncPgSession:
     """A session on a caller's plain (sync) psycopg connection. Its calls never suspend,
     so a core body runs on it synchronously (:func:`rota.store.dialect.drive`): the
     same code as on :class:`PgSession`, no second copy of the logic."""
-
-    key_stripes: list[int] | None = None  # never serialised: see Session
 
     def __init__(self, conn: psycopg.Connection[Any], now: datetime | None) -> None:
         self.conn = conn

@@ -117,8 +117,6 @@ class _InThread:
     """A transaction's session for the core's body, inside the store's thread: its
     calls complete at once, so the whole body runs in one call (see ``drive``)."""
 
-    key_stripes: list[int] | None = None  # BEGIN IMMEDIATE: every key is the body's
-
     def __init__(self, inner: _ThreadSession) -> None:
         self._inner = inner
 
@@ -284,11 +282,8 @@ class SqliteDialect:
         instant = self._instant(now)
         return await self._call(work)
 
-    async def in_serialised(
-        self, now: datetime | None, body: Body[T], key_stripes: int | None = None
-    ) -> T:
-        # BEGIN IMMEDIATE already serialises every writer of the file: the body gets
-        # every key whatever key_stripes asks.
+    async def in_serialised(self, now: datetime | None, body: Body[T]) -> T:
+        # BEGIN IMMEDIATE already serialises every writer of the file.
         return await self.in_transaction(now, body)
 
     # -- housekeeping and wake-ups ----------------------------------------------

@@ -49,33 +49,6 @@ SET LOCAL idle_in_transaction_session_timeout = '5s';
 SET LOCAL lock_timeout = '2s';
 SELECT pg_advisory_xact_lock(7307916210);
 
--- name: claim_lock_by_key
--- claim_lock for a claim only keys limit (no queue, handler or global limit, no rate,
--- no breaker): the cluster lock shared, so such claims never wait for each other here;
--- claim_key_stripes then takes the keys this one may count and claim.
-BEGIN;
-SET LOCAL idle_in_transaction_session_timeout = '5s';
-SET LOCAL lock_timeout = '2s';
-SELECT pg_advisory_xact_lock_shared(7307916210);
-
--- name: claim_key_stripes
--- Up to %(most)s of the 16 key stripes, taken without waiting, in random order. A key's
--- runs are all in one stripe (limited_candidates), and a claim under claim_lock_by_key
--- counts and takes runs of its own stripes only: two claimers never count or take the
--- same key's runs at once. Empty: every stripe is held (claim_lock_one_stripe waits).
-WITH shuffled AS MATERIALIZED (
-    SELECT s FROM generate_series(0, 15) AS g(s) ORDER BY random()
-)
-SELECT ARRAY(
-    SELECT s FROM shuffled WHERE pg_try_advisory_xact_lock(73079162, s) LIMIT %(most)s
-) AS stripes;
-
--- name: claim_lock_one_stripe
--- Every stripe was held when claim_key_stripes asked: wait for one (lock_timeout bounds
--- the wait, as it does claim_lock's).
-SELECT ARRAY[pick.s] AS stripes
-FROM (SELECT floor(random() * 16)::int AS s) AS pick, pg_advisory_xact_lock(73079162, pick.s);
-
 -- name: has_keyed_work
 SELECT EXISTS (
     SELECT 1 FROM rota_runs
@@ -124,26 +97,17 @@ c AS (
          ORDER BY sort_at, id
          LIMIT %(window)s)
         UNION ALL
-        -- Only the keys of the claim's stripes (key_stripes NULL: it holds claim_lock,
-        -- every key is its own), tested after the index is read in order as deep as
-        -- they should fill a window (keyed_window): tested inside, the test looked
-        -- selective to the planner (half a percent a stripe), which then read and sorted every
-        -- keyed run of the queue instead.
-        (SELECT * FROM (
-            SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key,
-                   breaker_key, sort_at
-            FROM rota_runs
-            WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
-              AND queue = q.name AND run_at <= t.now
-              AND concurrency_key <> ALL(%(full_keys)b::text[])
-              AND handler <> ALL(%(full_handlers)b::text[])
-              AND id <> ALL(%(chosen)b::bigint[])
-              AND (tags IS NULL OR tags <@ %(tags)b::text[])
-              AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
-            ORDER BY sort_at, id
-            LIMIT %(keyed_window)s) AS keyed
-         WHERE %(key_stripes)b::int[] IS NULL
-            OR mod(hashtext(concurrency_key) & 2147483647, 16) = ANY(%(key_stripes)b::int[])
+        (SELECT id, queue, handler, concurrency_key, concurrency_limit, rate_key,
+                breaker_key, sort_at
+         FROM rota_runs
+         WHERE state IN ('pending', 'retrying') AND concurrency_key IS NOT NULL
+           AND queue = q.name AND run_at <= t.now
+           AND concurrency_key <> ALL(%(full_keys)b::text[])
+           AND handler <> ALL(%(full_handlers)b::text[])
+           AND id <> ALL(%(chosen)b::bigint[])
+           AND (tags IS NULL OR tags <@ %(tags)b::text[])
+           AND (deadline IS NULL OR deadline >= t.now OR attempt > 0)
+         ORDER BY sort_at, id
          LIMIT %(window)s)
     ) AS c
     ORDER BY c.sort_at, c.id
