@@ -301,6 +301,14 @@ def _sustain_lines(results: Results) -> list[str]:
                 for name, w in (("first", first), ("last", last))
             ),
         ]
+    by_window = s.get("table_mib_by_window")
+    if by_window:
+        lines += [
+            "",
+            f"The queue table's largest size read in each {s['window_s']:g} s of the run: "
+            + ", ".join("—" if mib is None else f"{mib:g}" for mib in by_window)
+            + " MiB.",
+        ]
     return lines
 
 

@@ -19,7 +19,7 @@ from bench.config import BenchConfig
 from bench.cpu import ServerCpu
 from bench.procs import WorkerGroup
 from bench.results import Results, run_async, say
-from bench.sustain_windows import Sample, window, window_rate
+from bench.sustain_windows import Sample, largest_sizes, window, window_rate
 from bench.systems import RotaWorkerSettings, rota_system
 
 LOW_WATER = 20_000
@@ -129,6 +129,7 @@ def sustain_once(cfg: BenchConfig, worker: RotaWorkerSettings) -> dict[str, Any]
         "table_live_rows": live,
         "table_dead_rows": dead,
         "table_bytes": size,
+        "table_mib_by_window": largest_sizes(samples, span),
         "table_vacuums": vacuums,
         "table_autovacuums": autovacuums,
         "server_autovacuum": autovacuum,

@@ -57,6 +57,23 @@ def window(samples: list[Sample], start: float, end: float) -> dict[str, float |
     }
 
 
+def largest_sizes(samples: list[Sample], span: float) -> list[float | None]:
+    """The queue table's largest size read in each ``span`` of the run, in MiB: whether
+    it grows all along or levels off after a first climb."""
+    end = max((s.elapsed for s in samples), default=0.0)
+    spans: list[float | None] = []
+    start = 0.0
+    while start < end:
+        sizes = [
+            s.table_bytes
+            for s in samples
+            if s.table_bytes is not None and start <= s.elapsed < start + span
+        ]
+        spans.append(round(max(sizes) / 2**20, 1) if sizes else None)
+        start += span
+    return spans
+
+
 def window_rate(samples: list[Sample], start: float, end: float) -> float:
     return float(window(samples, start, end)["jobs_per_s"] or 0.0)
 

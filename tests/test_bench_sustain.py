@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from bench.results import Results
-from bench.sustain_windows import Sample, sustain_targets, window
+from bench.sustain_windows import Sample, largest_sizes, sustain_targets, window
 
 MIB = 2**20
 
@@ -71,3 +71,15 @@ def test_a_window_reads_its_pace_and_the_largest_table_size_in_it() -> None:
     assert read["jobs_per_s"] == 10_000
     assert read["server_cpu_us_per_job"] == 20
     assert read["table_bytes_max"] == 120 * MIB  # the read at 15 s is outside it
+
+
+def test_largest_sizes_are_read_per_span_in_mib() -> None:
+    mib = 2**20
+    samples = [
+        Sample(0.0, 0, 0.0, 0.0, 100 * mib),
+        Sample(5.0, 0, 0.0, 0.0, None),
+        Sample(9.0, 0, 0.0, 0.0, 120 * mib),
+        Sample(10.0, 0, 0.0, 0.0, 110 * mib),
+        Sample(25.0, 0, 0.0, 0.0, None),
+    ]
+    assert largest_sizes(samples, 10.0) == [120.0, 110.0, None]
