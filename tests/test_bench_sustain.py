@@ -74,12 +74,11 @@ def test_a_window_reads_its_pace_and_the_largest_table_size_in_it() -> None:
 
 
 def test_largest_sizes_are_read_per_span_in_mib() -> None:
-    mib = 2**20
     samples = [
-        Sample(0.0, 0, 0.0, 0.0, 100 * mib),
+        Sample(0.0, 0, 0.0, 0.0, 100 * MIB),
         Sample(5.0, 0, 0.0, 0.0, None),
-        Sample(9.0, 0, 0.0, 0.0, 120 * mib),
-        Sample(10.0, 0, 0.0, 0.0, 110 * mib),
+        Sample(9.0, 0, 0.0, 0.0, 120 * MIB),
+        Sample(10.0, 0, 0.0, 0.0, 110 * MIB),
         Sample(25.0, 0, 0.0, 0.0, None),
     ]
     assert largest_sizes(samples, 10.0) == [120.0, 110.0, None]

@@ -43,8 +43,10 @@ class FinishedCount:
 # the recounted minutes again, in one transaction whose snapshot holds back the queue
 # table's cleanup: five minutes at 15-20k runs/s kept it from pruning for ~20 s of each
 # minute and slowed the drain to half then (docs/benchmarks-by-hand.md, "what slowed
-# the sustained run"). A run is so counted right when its transaction commits within
-# two minutes of its finished_at.
+# the sustained run"). Turns a minute apart, the finished counts so count each minute
+# twice (a run is counted if its transaction commits within two minutes of its
+# finished_at), the charts' batches once (within one minute: chart_batch recounts only
+# on a turn before the next minute settles).
 FINISHED_SETTLE = timedelta(seconds=60)
 FINISHED_RECOUNT = timedelta(minutes=1)
 FINISHED_KEEP = timedelta(hours=2)
