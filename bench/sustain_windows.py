@@ -44,17 +44,20 @@ def window(samples: list[Sample], start: float, end: float) -> dict[str, float |
     def per_job(seconds: float) -> float | None:
         return round(1e6 * seconds / done) if done > 0 else None
 
-    sizes = [
-        s.table_bytes
-        for s in samples
-        if s.table_bytes is not None and first.elapsed <= s.elapsed <= last.elapsed
-    ]
     return {
         "jobs_per_s": round(done / (last.elapsed - first.elapsed), 1),
         "server_cpu_us_per_job": per_job(last.server_cpu_s - first.server_cpu_s),
         "producer_cpu_us_per_job": per_job(last.producer_cpu_s - first.producer_cpu_s),
-        "table_bytes_max": max(sizes, default=None),
+        "table_bytes_max": _largest_size(samples, first.elapsed, last.elapsed),
     }
+
+
+def _largest_size(samples: list[Sample], start: float, end: float) -> int | None:
+    """The queue table's largest size read in [start, end] (None: not read in it)."""
+    return max(
+        (s.table_bytes for s in samples if s.table_bytes is not None and start <= s.elapsed <= end),
+        default=None,
+    )
 
 
 def largest_sizes(samples: list[Sample], span: float) -> list[float | None]:
@@ -64,12 +67,8 @@ def largest_sizes(samples: list[Sample], span: float) -> list[float | None]:
     spans: list[float | None] = []
     start = 0.0
     while start < end:
-        sizes = [
-            s.table_bytes
-            for s in samples
-            if s.table_bytes is not None and start <= s.elapsed < start + span
-        ]
-        spans.append(round(max(sizes) / 2**20, 1) if sizes else None)
+        largest = _largest_size(samples, start, start + span)
+        spans.append(None if largest is None else round(largest / 2**20, 1))
         start += span
     return spans
 
