@@ -252,7 +252,7 @@ _RUN_EVENT_CASE = re.compile(
 )
 _ARM = re.compile(r"WHEN\s+'([a-z_]+)'\s+THEN\s+'(run\.[a-z_.]+)'")
 # Where the copies are: a query that writes a run's event must be listed here.
-_MAPPING_COPIES = {"complete", "reap"}
+_MAPPING_COPIES = {"complete", "complete_judging", "reap"}  # queries.py PLANNED_PER_FLAG
 # The one-state writers, and the state each writes (tests/contract/
 # test_store_outcome_events.py drives each of them on both stores).
 _LITERAL_COPIES = {

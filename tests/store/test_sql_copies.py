@@ -25,6 +25,7 @@ from rota.store.sqlite.codec import statements
 # fails on one that is not listed there; list it here too).
 RUN_EVENT_WRITERS = (
     "complete",
+    "complete_judging",
     "reap",
     "breaker_fail_fast",
     "release",

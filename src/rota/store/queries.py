@@ -15,6 +15,16 @@ from importlib import resources
 
 _HEADER = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 
+# Queries loaded once per value of a flag, the flag written into each as a constant:
+# query -> (flag, the name of the copy where it is true; the query's own name has it
+# false). PostgreSQL plans a prepared statement once for any parameter values (a
+# generic plan), and prices every branch a flag it cannot see might take. The
+# completion's generic plan so kept the circuit breakers' subqueries that the common
+# call (no breaker rules) never runs, looked dearer than a plan made for the values,
+# and the server planned the completion anew on every call: 0.6 ms of a concurrency-8
+# drain's 1.3 ms of server CPU per claim (docs/benchmarks-by-hand.md, 2026-12-06).
+PLANNED_PER_FLAG = {"complete": ("judge_breakers", "complete_judging")}
+
 
 @cache
 def load_queries(dialect: str) -> dict[str, str]:
@@ -43,8 +53,22 @@ def queries_by_concept(dialect: str) -> dict[str, dict[str, str]]:
             if name in queries:
                 raise RuntimeError(f"query {name!r} is defined twice in {dialect}/{entry.name}")
             queries[name] = body.strip().rstrip(";")
+            if name in PLANNED_PER_FLAG:
+                flag, flagged = PLANNED_PER_FLAG[name]
+                queries[flagged] = with_constant(queries[name], flag, True)
+                queries[name] = with_constant(queries[name], flag, False)
         found[entry.name.removesuffix(".sql")] = queries
     return found
+
+
+def with_constant(sql: str, flag: str, value: bool) -> str:
+    """``sql`` with every placeholder of ``flag`` (``%(flag)s::boolean`` for psycopg,
+    ``:flag`` for sqlite3) written as the constant ``value``."""
+    placeholder = re.compile(rf"%\({flag}\)s(?:::boolean)?|:{flag}\b")
+    written, count = placeholder.subn("TRUE" if value else "FALSE", sql)
+    if not count:
+        raise RuntimeError(f"query planned per {flag!r} never reads it")
+    return written
 
 
 @dataclass(frozen=True)

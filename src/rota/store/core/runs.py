@@ -55,8 +55,8 @@ async def _write_outcomes(
         }
         for o in _in_lock_order(outcomes)
     ]
-    shared = {"judge_breakers": judge_breakers}
-    return [row for row in await session.batch("complete", items, shared) if row["id"] is not None]
+    query = "complete_judging" if judge_breakers else "complete"
+    return [row for row in await session.batch(query, items) if row["id"] is not None]
 
 
 def _left(outcomes: Sequence[Outcome], written: Sequence[Row]) -> list[Outcome]:

@@ -56,10 +56,12 @@ done AS (
     FROM input c, t
     WHERE r.id = c.id AND r.fence = c.fence AND r.state || '' IN ('claimed', 'running')
       AND r.state IN ('pending', 'claimed', 'running', 'retrying', 'waiting')
-      -- With judge_breakers, an outcome a circuit breaker must judge is left out, for
-      -- the caller to write with the breaker's move in one transaction (ADR 0016): a
-      -- failure (domain/breakers.py is_failure) of a handler with a rule, and a success
-      -- unless it changes nothing (no rate counted, the breaker closed with no streak).
+      -- With judge_breakers (a constant: the query is loaded once per value, so the
+      -- common plan has no breaker in it; queries.py PLANNED_PER_FLAG), an outcome a
+      -- circuit breaker must judge is left out, for the caller to write with the
+      -- breaker's move in one transaction (ADR 0016): a failure (domain/breakers.py
+      -- is_failure) of a handler with a rule, and a success unless it changes nothing
+      -- (no rate counted, the breaker closed with no streak).
       -- The tables are read once each (arrays): subqueries here made the planner judge
       -- a scan of every held run cheaper than the lookups by id (test_store_claim_plan).
       AND NOT (%(judge_breakers)s::boolean AND (

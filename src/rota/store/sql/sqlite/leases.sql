@@ -22,7 +22,8 @@ RETURNING id, cancel_requested, lease_expires_at;
 -- The attempt row is written first, and only where the fence holds: the two statements
 -- after it act only where it was (an attempt row under a fence that still holds can be
 -- only this one), so each condition is written once.
--- With :judge_breakers, an outcome a circuit breaker must judge is left out, for the
+-- With judge_breakers (a constant: the query is loaded once per value, queries.py
+-- PLANNED_PER_FLAG), an outcome a circuit breaker must judge is left out, for the
 -- caller to write with the breaker's move in one transaction (ADR 0016): a failure
 -- (domain/breakers.py is_failure) of a handler with a rule, and a success unless it
 -- changes nothing (no rate counted, the breaker closed with no streak).
