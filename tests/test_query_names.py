@@ -38,3 +38,21 @@ def test_each_postgres_placeholder_travels_in_one_format() -> None:
             formats.setdefault(param, set()).add(fmt)
         mixed.update({f"{name}.{p}": f for p, f in formats.items() if len(f) > 1})
     assert mixed == {}
+
+
+def test_every_postgres_query_as_sent_fits_psycopgs_cache_of_parsed_queries() -> None:
+    """psycopg parses a longer statement's text again on every call (queries.py
+    as_sent): the completion did, a tenth of a small-batch worker's CPU."""
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
+
+    from rota.store.postgres.session import Q
+
+    too_long = {name: len(sql) for name, sql in Q.items() if len(sql) > MAX_CACHED_STATEMENT_LENGTH}
+    assert too_long == {}
+
+
+def test_a_query_is_sent_with_its_first_line_and_its_code_only() -> None:
+    from rota.store.queries import as_sent
+
+    sql = "-- Names the query.\n-- More about it.\nSELECT 1\n    -- why\n    FROM t  -- kept\n\n"
+    assert as_sent(sql) == "-- Names the query.\nSELECT 1\nFROM t  -- kept"

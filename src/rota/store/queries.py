@@ -71,6 +71,18 @@ def with_constant(sql: str, flag: str, value: bool) -> str:
     return written
 
 
+def as_sent(sql: str) -> str:
+    """``sql`` as it is sent to PostgreSQL: its first line (the comment that names it in
+    the server's log and in pg_stat_activity) and its code, without the other comment
+    lines or indentation. psycopg parses a statement's text again on every call unless
+    it is at most 4,096 characters long (its cache of parsed queries): the completion's
+    7,554, half of them comments, were parsed on every call, about a tenth of a
+    concurrency-8 worker's CPU (py-spy, docs/benchmarks-by-hand.md, 2026-12-06)."""
+    first, *rest = sql.splitlines()
+    code = (line.strip() for line in rest)
+    return "\n".join([first, *(line for line in code if line and not line.startswith("--"))])
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int

@@ -22,10 +22,10 @@ from rota.errors import StoreError
 from rota.store.dialect import NO_PARAMS, Params, Row
 from rota.store.postgres.arrays import as_array
 from rota.store.postgres.base import _translated, rerun_on_conflict
-from rota.store.queries import load_queries
+from rota.store.queries import as_sent, load_queries
 
 DIALECT = "postgres"
-Q = load_queries(DIALECT)
+Q = {name: as_sent(sql) for name, sql in load_queries(DIALECT).items()}
 
 # COPY is PostgreSQL's own capability (supports_copy): its statements live with it,
 # not in the name set both dialects share. COPY returns nothing, so ids are drawn first,
