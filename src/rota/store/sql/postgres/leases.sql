@@ -29,7 +29,7 @@ WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 -- plan made for the values counted the batch exactly where the generic plan assumes 10
 -- rows, so for a batch of one or two runs (an idle worker's) it looked cheaper, and the
 -- server planned every such completion anew (0.6 ms each). Priced alike, the generic
--- plan is kept after psycopg's fifth call (test_store_claim_plan).
+-- plan is kept once the server has made five for the values (test_store_claim_plan).
 batch AS MATERIALIZED (
     SELECT %(id)b::bigint[] AS id, %(fence)b::bigint[] AS fence, %(state)b::text[] AS state,
            %(outcome)b::text[] AS outcome, %(result)b::text[] AS result,
