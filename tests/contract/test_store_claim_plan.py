@@ -13,6 +13,7 @@ import pytest
 
 from rota.store.port import ClaimRequest
 from rota.store.postgres import PostgresStore
+from rota.store.postgres.session import Q as SENT
 from rota.store.queries import load_queries
 from rota.store.sqlite import SqliteStore, path_from_url
 from rota.store.sqlite.codec import statements
@@ -177,8 +178,8 @@ async def test_the_completion_is_planned_once_not_on_every_call(size: int) -> No
             **{key: [None] * len(batch) for key in ("result", "error", "retry_delay")},
         }
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            for _ in range(12):
-                await conn.execute(load_queries("postgres")["complete"], params, prepare=True)
+            for _ in range(12):  # the text as the store sends it (queries.py as_sent)
+                await conn.execute(SENT["complete"], params, prepare=True)
             cur = await conn.execute(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
             )
