@@ -273,14 +273,13 @@ async def prefill_slot(url: str, total: int, batch: int = 5000) -> None:
 
 
 async def count_finished(url: str) -> None:
-    """The leader's per-minute counts of finished runs (the overview's and the charts'),
-    once (a leader does it every minute; the dashboard bench's server runs without one)."""
+    """The leader's per-minute counts of finished runs (the charts' rollup, which the
+    overview reads too), caught up once (a leader does it every minute; the dashboard
+    bench's server runs without one)."""
     app = make_app(url)
     try:
         store = await app.store()
         now = await store.now(None)
-        await store.count_finished_minutes(now)
-        # The charts' rollup too, caught up (a leader spreads a first count over turns).
         while not (await store.count_chart_batch(now)).caught_up:
             pass
     finally:

@@ -39,7 +39,7 @@ TABLES = (
     " rota_workflows,"
     " rota_webhook_subscriptions, rota_webhook_deliveries, rota_rates, rota_rate_starts,"
     " rota_breaker_rules, rota_breakers, rota_breaker_transitions, rota_signed_out_sessions,"
-    " rota_finished_minutes, rota_finished_rollup, rota_events, rota_event_subscriptions,"
+    " rota_events, rota_event_subscriptions,"
     " rota_idempotency_keys, rota_api_rate_windows, rota_queues, rota_chart_minutes,"
     " rota_chart_hours, rota_chart_quarters, rota_chart_rollup"
 )

@@ -108,6 +108,16 @@ def finished(claimed: ClaimedRun, state: RunState, outcome: AttemptOutcome) -> O
     )
 
 
+async def count_finished(store: Store, now: datetime) -> int:
+    """The leader's count of finished runs (the charts' rollup, which the finished counts
+    read too), caught up at ``now``; returns how many batches it took."""
+    batches = 1
+    while not (await store.count_chart_batch(now)).caught_up:
+        batches += 1
+        assert batches < 500, "the rollup never caught up"
+    return batches
+
+
 async def bounded(awaitable: Awaitable[T]) -> T:
     """Await with a hard deadline, so a concurrency bug fails the test instead of
     hanging it."""

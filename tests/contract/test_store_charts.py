@@ -15,7 +15,17 @@ from rota.domain.charts import CHART_TOP_MAX, ChartAsk, ChartBy, ChartRange, Cha
 from rota.domain.states import AttemptOutcome, RunState
 from rota.store.port import Store
 
-from .support import T0, at, bounded, claim_one, finished, new_run, peers, succeeded
+from .support import (
+    T0,
+    at,
+    bounded,
+    claim_one,
+    count_finished,
+    finished,
+    new_run,
+    peers,
+    succeeded,
+)
 
 NOW = at(660)  # the minutes before T0 + 10 min have settled
 
@@ -39,11 +49,7 @@ async def _finish(
 
 
 async def _count_all(store: Store, now: datetime = NOW) -> int:
-    batches = 1
-    while not (await store.count_chart_batch(now)).caught_up:
-        batches += 1
-        assert batches < 500, "the rollup never caught up"
-    return batches
+    return await count_finished(store, now)
 
 
 async def _read(store: Store, chart_range: ChartRange, by: ChartBy, **ask: Any) -> ChartRead | None:

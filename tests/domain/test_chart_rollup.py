@@ -20,6 +20,7 @@ from rota.domain.charts import (
     chart_window,
     delay_quantile,
 )
+from rota.domain.stats import minute_ceil, minute_floor
 
 NOW = datetime(2030, 1, 8, 12, 10, 30, tzinfo=UTC)
 SETTLED = datetime(2030, 1, 8, 12, 9, tzinfo=UTC)
@@ -52,6 +53,36 @@ def test_batches_move_forward_until_caught_up_then_recount_the_last_minutes() ->
     assert again.hour_start == datetime(2030, 1, 8, 12, tzinfo=UTC)
     assert again.hour_until == datetime(2030, 1, 8, 13, tzinfo=UTC)
     assert again.minutes_keep_since == SETTLED - CHART_MINUTES_KEEP
+
+
+def test_counted_from_follows_the_first_batch_then_what_is_kept() -> None:
+    counted_from, counted_until = None, None
+    for _ in range(8 * 24 + 2):
+        batch = chart_batch(NOW, counted_until, counted_from)
+        if counted_from is None:
+            assert batch.counted_from == batch.start  # the first count starts there
+        assert batch.counted_from >= batch.minutes_keep_since  # older minutes are dropped
+        counted_from, counted_until = batch.counted_from, batch.until
+        if batch.caught_up:
+            break
+    assert counted_from == SETTLED - CHART_MINUTES_KEEP
+    again = chart_batch(NOW, counted_until, counted_from)
+    assert again.counted_from == counted_from
+
+
+def test_counted_from_not_known_starts_at_the_batch() -> None:
+    # A database counted before schema version 33: only what this batch counts is known.
+    batch = chart_batch(NOW, SETTLED, None)
+    assert batch.counted_from == batch.start == SETTLED - CHART_RECOUNT
+    # After a gap longer than the hours kept, what was counted before is not kept.
+    gap = chart_batch(NOW, SETTLED - timedelta(days=9), SETTLED - timedelta(days=10))
+    assert gap.counted_from == gap.start == gap.hours_keep_since
+
+
+def test_minute_edges() -> None:
+    edge = datetime(2030, 1, 1, 12, 10, tzinfo=UTC)
+    assert minute_floor(edge) == minute_ceil(edge) == edge
+    assert minute_ceil(edge + timedelta(seconds=0.5)) == edge + timedelta(minutes=1)
 
 
 def test_a_batch_across_an_hour_keeps_the_minutes_of_both_hours() -> None:

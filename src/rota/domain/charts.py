@@ -18,11 +18,18 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from rota.domain.states import RunState
-from rota.domain.stats import FINISHED_RECOUNT, FINISHED_SETTLE, minute_floor
+from rota.domain.stats import minute_floor
 
-# When a minute is counted, and how much is counted again: the finished counts' (stats.py).
-CHART_SETTLE = FINISHED_SETTLE
-CHART_RECOUNT = FINISHED_RECOUNT
+# A minute is counted once CHART_SETTLE has passed since it ended (a completion's
+# finished_at can be behind its commit by that much), and a turn before the next minute
+# settles counts the last CHART_RECOUNT again, in case one was later still. Each turn
+# reads each run of the minutes it counts in one transaction, whose snapshot holds back
+# the queue table's cleanup: five minutes recounted at 15-20k runs/s kept it from pruning
+# for ~20 s of each minute and slowed the drain to half then; two rollups reading the
+# same minute each slowed it for a few seconds (docs/benchmarks-by-hand.md, "what slowed
+# the sustained run" and "one read of each finished run"). So one rollup, one minute.
+CHART_SETTLE = timedelta(seconds=60)
+CHART_RECOUNT = timedelta(minutes=1)
 CHART_BATCH = timedelta(hours=1)  # the most one transaction counts (bounded catch-up)
 # A first count of 8 days is caught up in one turn of the duty, an hour a transaction
 # (the writer is let go between batches); later turns need one batch.
@@ -92,10 +99,16 @@ class ChartBatch:
     minutes_keep_since: datetime
     hours_keep_since: datetime
     caught_up: bool
+    counted_from: datetime
 
 
-def chart_batch(now: datetime, counted_until: datetime | None) -> ChartBatch:
-    """What the leader counts next at ``now``, given what is counted already.
+def chart_batch(
+    now: datetime, counted_until: datetime | None, counted_from: datetime | None = None
+) -> ChartBatch:
+    """What the leader counts next at ``now``, given what is counted already: every
+    minute in [counted_from, counted_until) (``counted_from`` None: not known, as on a
+    database counted before schema version 33). After the batch every minute in
+    [batch.counted_from, batch.until) is counted and kept.
 
     Every batch recounts whole minutes and whole hours (delete, then insert the sums),
     so a batch run twice writes the same rows, and a batch that died before its commit
@@ -104,6 +117,7 @@ def chart_batch(now: datetime, counted_until: datetime | None) -> ChartBatch:
     hours_keep_since = _floor(settled - CHART_HOURS_KEEP, HOUR)
     if counted_until is None or counted_until < hours_keep_since:
         start = hours_keep_since  # the first count, or after a gap longer than kept
+        counted_from = None
     else:
         # Catching up, from where the last batch ended; caught up, the last minutes
         # again (a run may finish after its minute was counted, by CHART_SETTLE at most).
@@ -112,6 +126,9 @@ def chart_batch(now: datetime, counted_until: datetime | None) -> ChartBatch:
     hour_start = _floor(start, HOUR)
     # The minutes an hour is summed from stay until it is summed for the last time.
     minutes_keep_since = min(settled - CHART_MINUTES_KEEP, hour_start)
+    # Counted minutes run unbroken from where counting started (each batch starts at
+    # or before where the last ended), less those dropped.
+    covered_from = start if counted_from is None else counted_from
     return ChartBatch(
         start=start,
         until=until,
@@ -120,6 +137,7 @@ def chart_batch(now: datetime, counted_until: datetime | None) -> ChartBatch:
         minutes_keep_since=minutes_keep_since,
         hours_keep_since=hours_keep_since,
         caught_up=until >= settled,
+        counted_from=max(covered_from, minutes_keep_since),
     )
 
 

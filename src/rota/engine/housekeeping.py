@@ -15,7 +15,7 @@ import asyncio
 import functools
 import math
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import structlog
 
@@ -185,15 +185,10 @@ class Housekeeper:
             log.info("pruned finished runs", count=pruned)
 
     async def count_finished(self, term: int | None = None) -> None:
-        """Count finished runs per minute, for the dashboard's overview (a recount of
-        the last few minutes: overlapping leaders write the same numbers)."""
+        """Count finished runs per minute, handler, final state and pickup delay, for
+        the charts and the overview's finished counts, in bounded batches (a first count
+        of 8 days is one batch an hour; overlapping leaders write the same numbers)."""
         now = await self.store.now(self.clock.db_now())
-        await self.store.count_finished_minutes(now)
-        await self.count_charts(now)
-
-    async def count_charts(self, now: datetime) -> None:
-        """Roll finished runs up for the charts (per minute, handler and pickup delay),
-        in bounded batches: a first count of 8 days is spread over a few turns."""
         for _ in range(CHART_BATCHES_PER_TURN):
             if (await self.store.count_chart_batch(now)).caught_up:
                 return

@@ -35,7 +35,7 @@ from rota.domain.runs import (
     RunFilter,
 )
 from rota.domain.search import RunSearch
-from rota.domain.stats import FinishedCount, QueueCount, Recount
+from rota.domain.stats import FinishedCount, QueueCount
 from rota.domain.workers import UnclaimableRun, WorkerInfo, WorkerState
 from rota.domain.workflow_runs import WorkflowRunView
 from rota.domain.workflows import StoredWorkflow, WorkflowDefinition
@@ -354,12 +354,8 @@ class Store(Protocol):
     async def finished_counts(self, since: datetime, bucket_seconds: int) -> list[FinishedCount]:
         """Runs that finished at or after ``since``, counted per time bucket, namespace,
         queue and final state. With whole-minute buckets, the minutes the leader has
-        counted (:meth:`count_finished_minutes`) are read from those counts; the answer
-        is the same either way."""
-
-    async def count_finished_minutes(self, now: datetime) -> Recount:
-        """The leader's duty: count the runs finished per minute up to a minute before
-        ``now`` (domain.stats.recount says which minutes); idempotent."""
+        counted for the charts (:meth:`count_chart_batch`) are read from those counts;
+        the answer is the same either way."""
 
     async def count_chart_batch(self, now: datetime) -> ChartBatch:
         """The leader's duty: one bounded, idempotent transaction of the charts' rollup

@@ -44,7 +44,11 @@ def _bar(row: dict[str, Any]) -> ChartBar:
 class CoreCharts(CoreBase):
     async def count_chart_batch(self, now: datetime) -> ChartBatch:
         counted = await self._d.rows("chart_counted_until", {})
-        batch = chart_batch(now, counted[0]["counted_until"] if counted else None)
+        batch = chart_batch(
+            now,
+            counted[0]["counted_until"] if counted else None,
+            counted[0]["counted_from"] if counted else None,
+        )
         params = {
             "start": batch.start,
             "until": batch.until,
@@ -52,6 +56,7 @@ class CoreCharts(CoreBase):
             "hour_until": batch.hour_until,
             "minutes_keep_since": batch.minutes_keep_since,
             "hours_keep_since": batch.hours_keep_since,
+            "counted_from": batch.counted_from,
         }
 
         async def count(session: Session) -> bool:

@@ -11,9 +11,8 @@ from rota.domain.labels import labels_json
 from rota.domain.runs import LOG_READ_LIMIT, Attempt, LogLine, Run, RunFilter
 from rota.domain.search import RunSearch, like_pattern
 from rota.domain.states import TERMINAL_STATES, RunState
-from rota.domain.stats import MINUTE, FinishedCount, QueueCount, Recount, minute_ceil, recount
+from rota.domain.stats import MINUTE, FinishedCount, QueueCount, minute_ceil
 from rota.store.core.base import CoreBase
-from rota.store.dialect import Session
 from rota.store.rows import attempt_from_row, log_from_row, run_from_row
 from rota.store.stats_rows import finished_count_from_row, positive_bucket, queue_count_from_row
 
@@ -88,16 +87,17 @@ class CoreReads(CoreBase):
 
     async def finished_counts(self, since: datetime, bucket_seconds: int) -> list[FinishedCount]:
         bucket = positive_bucket(bucket_seconds)
-        counted = await self._d.rows("finished_counted_until", {})
+        counted = await self._d.rows("chart_counted_until", {})
         whole = minute_ceil(since)
         if (
             not counted
+            or counted[0]["counted_from"] is None
             or bucket % MINUTE
             or not counted[0]["counted_from"] <= whole < counted[0]["counted_until"]
         ):
             return await self._finished_runs(since, None, bucket)  # no minutes to use
-        # The leader's per-minute counts, and the runs on either side of them: those of
-        # the part-minute before and of the minutes not counted yet.
+        # The leader's per-minute counts (the charts' rollup), and the runs on either
+        # side of them: those of the part-minute before and of the minutes not counted yet.
         until = counted[0]["counted_until"]
         minutes = await self._d.rows(
             "finished_minutes", {"since": whole, "until": until, "bucket": bucket}
@@ -117,25 +117,3 @@ class CoreReads(CoreBase):
         params = {"since": since, "until": until, "bucket": bucket}
         rows = await self._d.rows("finished_counts", params)
         return [finished_count_from_row(row) for row in rows]
-
-    async def count_finished_minutes(self, now: datetime) -> Recount:
-        counted = await self._d.rows("finished_counted_until", {})
-        plan = recount(
-            now,
-            counted[0]["counted_from"] if counted else None,
-            counted[0]["counted_until"] if counted else None,
-        )
-        params = {
-            "start": plan.start,
-            "until": plan.until,
-            "keep_since": plan.keep_since,
-            "counted_from": plan.counted_from,
-        }
-
-        async def count(session: Session) -> None:
-            await session.rows("forget_finished_minutes", params)
-            await session.rows("count_finished_minutes", params)
-            await session.rows("set_finished_counted_until", params)
-
-        await self._d.in_transaction(now, count)
-        return plan

@@ -199,6 +199,7 @@ CREATE TABLE rota_chart_quarters (
 CREATE TABLE rota_chart_rollup (
     id integer NOT NULL,
     counted_until timestamp with time zone NOT NULL,
+    counted_from timestamp with time zone,
     CONSTRAINT rota_chart_rollup_pkey PRIMARY KEY (id),
     CONSTRAINT rota_chart_rollup_id_check CHECK (id = 1)
 );
@@ -228,23 +229,6 @@ CREATE TABLE rota_events (
     runs_created integer DEFAULT 0 NOT NULL,
     CONSTRAINT rota_events_pkey PRIMARY KEY (id),
     CONSTRAINT rota_events_namespace_name_event_id_key UNIQUE (namespace, name, event_id)
-);
-
-CREATE TABLE rota_finished_minutes (
-    minute timestamp with time zone NOT NULL,
-    namespace text NOT NULL,
-    queue text NOT NULL,
-    state text NOT NULL,
-    count bigint NOT NULL,
-    CONSTRAINT rota_finished_minutes_pkey PRIMARY KEY (minute, namespace, queue, state)
-);
-
-CREATE TABLE rota_finished_rollup (
-    id integer NOT NULL,
-    counted_from timestamp with time zone NOT NULL,
-    counted_until timestamp with time zone NOT NULL,
-    CONSTRAINT rota_finished_rollup_pkey PRIMARY KEY (id),
-    CONSTRAINT rota_finished_rollup_id_check CHECK (id = 1)
 );
 
 CREATE TABLE rota_idempotency_keys (

@@ -151,7 +151,7 @@ CREATE TABLE rota_chart_quarters (
 CREATE TABLE rota_chart_rollup (
     id             INTEGER PRIMARY KEY CHECK (id = 1),
     counted_until  REAL NOT NULL
-);
+, counted_from REAL);
 
 CREATE TABLE rota_event_subscriptions (
     id          INTEGER PRIMARY KEY,
@@ -175,21 +175,6 @@ CREATE TABLE rota_events (
     published_at  REAL NOT NULL,
     runs_created  INTEGER NOT NULL DEFAULT 0,
     UNIQUE (namespace, name, event_id)
-);
-
-CREATE TABLE rota_finished_minutes (
-    minute     REAL NOT NULL,
-    namespace  TEXT NOT NULL,
-    queue      TEXT NOT NULL,
-    state      TEXT NOT NULL,
-    count      INTEGER NOT NULL,
-    PRIMARY KEY (minute, namespace, queue, state)
-) WITHOUT ROWID;
-
-CREATE TABLE rota_finished_rollup (
-    id             INTEGER PRIMARY KEY CHECK (id = 1),
-    counted_from   REAL NOT NULL,  -- every minute from here to counted_until is counted
-    counted_until  REAL NOT NULL
 );
 
 CREATE TABLE rota_jobs (

@@ -84,39 +84,30 @@ WHERE finished_at IS NOT NULL AND finished_at >= %(since)s::timestamptz
 GROUP BY 1, namespace, queue, state
 ORDER BY 1, namespace, queue, state;
 
--- name: finished_counted_until
--- How far the leader has counted finished runs per minute (no row: not yet).
-SELECT counted_from, counted_until FROM rota_finished_rollup WHERE id = 1;
-
 -- name: finished_minutes
--- The per-minute counts from %(since)s to %(until)s, summed into epoch-aligned buckets.
-SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s)
-           AS bucket_start,
-       namespace, queue, state, sum(count) AS count
-FROM rota_finished_minutes
-WHERE minute >= %(since)s::timestamptz AND minute < %(until)s::timestamptz
-GROUP BY 1, namespace, queue, state;
-
--- name: forget_finished_minutes
--- Before the leader's recount of [start, until) (idempotent: overlapping leaders
--- agree); minutes older than keep_since are dropped.
-DELETE FROM rota_finished_minutes
-WHERE minute >= %(start)s::timestamptz OR minute < %(keep_since)s::timestamptz;
-
--- name: count_finished_minutes
--- A recount replaces a minute's count: a leader whose lease ran out may still be
--- counting when the next one counts the same minutes (both counts are exact).
-INSERT INTO rota_finished_minutes (minute, namespace, queue, state, count)
-SELECT to_timestamp(floor(extract(epoch FROM finished_at) / 60) * 60),
-       namespace, queue, state, count(*)
-FROM rota_runs
-WHERE finished_at IS NOT NULL AND finished_at >= %(start)s::timestamptz
-  AND finished_at < %(until)s::timestamptz
-GROUP BY 1, namespace, queue, state
-ON CONFLICT (minute, namespace, queue, state) DO UPDATE SET count = excluded.count;
-
--- name: set_finished_counted_until
-INSERT INTO rota_finished_rollup (id, counted_from, counted_until)
-VALUES (1, %(counted_from)s::timestamptz, %(until)s::timestamptz)
-ON CONFLICT (id) DO UPDATE
-SET counted_from = excluded.counted_from, counted_until = excluded.counted_until;
+-- The charts' per-minute counts (charts.sql) from since to until, summed over handlers
+-- into epoch-aligned buckets, a row per final state: a row of the rollup carries a
+-- count per state, and skipped is what the others leave of finished
+-- (tests/contract/test_store_stats.py finishes a run in every final state).
+WITH states (state) AS (
+    VALUES ('succeeded'), ('failed'), ('timed_out'), ('dead_lettered'), ('cancelled'),
+           ('skipped')
+)
+SELECT bucket_start, namespace, queue, state, count
+FROM (
+    SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s)
+               AS bucket_start,
+           namespace, queue, states.state,
+           sum(CASE states.state
+                   WHEN 'succeeded' THEN succeeded
+                   WHEN 'failed' THEN failed
+                   WHEN 'timed_out' THEN timed_out
+                   WHEN 'dead_lettered' THEN dead_lettered
+                   WHEN 'cancelled' THEN cancelled
+                   ELSE finished - succeeded - failed - timed_out - dead_lettered - cancelled
+               END) AS count
+    FROM rota_chart_minutes CROSS JOIN states
+    WHERE minute >= %(since)s::timestamptz AND minute < %(until)s::timestamptz
+    GROUP BY 1, namespace, queue, states.state
+) AS counts
+WHERE count > 0;

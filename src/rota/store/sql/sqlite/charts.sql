@@ -3,8 +3,9 @@
 -- rollup, one row per bucket, namespace, queue and handler with a count per state.
 
 -- name: chart_counted_until
--- Every minute before counted_until is counted (no row: nothing yet).
-SELECT counted_until FROM rota_chart_rollup WHERE id = 1;
+-- Every minute from counted_from to counted_until is counted (no row: nothing yet;
+-- counted_from NULL: not known, on a database counted before schema version 33).
+SELECT counted_from, counted_until FROM rota_chart_rollup WHERE id = 1;
 
 -- name: lock_chart_rollup
 -- BEGIN IMMEDIATE already holds SQLite's one writer lock: batches are serialised by
@@ -79,8 +80,10 @@ WHERE minute >= :hour_start AND minute < :hour_until
 GROUP BY 1, namespace, queue, handler;
 
 -- name: set_chart_counted_until
-INSERT INTO rota_chart_rollup (id, counted_until) VALUES (1, :until)
-ON CONFLICT (id) DO UPDATE SET counted_until = excluded.counted_until;
+INSERT INTO rota_chart_rollup (id, counted_from, counted_until)
+VALUES (1, :counted_from, :until)
+ON CONFLICT (id) DO UPDATE
+SET counted_from = excluded.counted_from, counted_until = excluded.counted_until;
 
 -- name: chart_read
 -- A chart's read, one query for every range: :rollup names the level whose rows are
