@@ -37,7 +37,10 @@ def test_each_state_column_counts_the_state_of_its_name() -> None:
         columns = re.search(r"INSERT INTO rota_chart_minutes \(([^)]*)\)", query)
         assert columns is not None, dialect
         named = [c.strip() for c in columns[1].split(",")]
-        counted = re.findall(r"sum\(CASE WHEN state = '(\w+)' THEN 1 ELSE 0 END\)", query)
+        # sum(CASE WHEN state = 'x' THEN 1 ELSE 0 END) or count(*) FILTER (WHERE state = 'x')
+        counted = re.findall(
+            r"(?:sum\(CASE WHEN|count\(\*\) FILTER \(WHERE) state = '(\w+)'", query
+        )
         assert set(counted) == drawn, dialect
         # The counts follow count(*) (finished) in the order of their columns.
         finished = named.index("finished")
