@@ -5,6 +5,7 @@ trip under its lock bounds the whole cluster's limited drain (ADR 0016)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -13,12 +14,14 @@ import psycopg
 import pytest
 
 from rota.domain.rates import Rate, RateLimit, RateScope
+from rota.domain.states import RunState
+from rota.store.core.claim_window import starts_logged
 from rota.store.dialect import NO_PARAMS, Params, Row, Session
 from rota.store.port import ClaimRequest, Store
 from rota.store.postgres import PostgresStore
 from rota.store.queries import load_queries
 
-from .support import T0, at, bounded, enqueue_one, succeeded
+from .support import T0, at, bounded, enqueue_one, state_of, succeeded
 
 T = TypeVar("T")
 # Read through the store's short-lived caches, not by the claim itself.
@@ -35,6 +38,10 @@ class _NotingSession:
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         self._sent.append(query)
         return await self._inner.rows(query, params)
+
+    async def rows_then_commit(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        self._sent.append(query)
+        return await self._inner.rows_then_commit(query, params)
 
     async def batch(
         self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
@@ -166,12 +173,44 @@ async def test_a_limited_claim_behind_a_stalled_holder_gives_up_and_recovers(
     try:
         await store.set_rate(RateLimit(RateScope.HANDLER, "job", Rate(10, 1)))
         run = await enqueue_one(store, T0)
-        lock = load_queries("postgres")["claim_lock"].rsplit(";", 1)[-1]  # the SELECT
+        lock = load_queries("postgres")["claim_lock"]
         async with await psycopg.AsyncConnection.connect(pg_clean) as holder:
-            await holder.execute(lock)  # held until this transaction ends
+            await holder.execute(lock.encode())  # held until this transaction ends
             request = ClaimRequest("w", ("default",), 5, 30.0, ())
             assert await bounded(store.claim(request, at(1))) == []
             await holder.rollback()
         assert [c.run_id for c in await bounded(store.claim(request, at(2)))] == [run]
     finally:
         await store.close()
+
+
+def _claim_ids(run_ids: list[int]) -> dict[str, Any]:
+    return {"ids": run_ids, "worker_id": "w", "lease_seconds": 30.0, **starts_logged(None)}
+
+
+async def test_the_last_statement_of_a_serialised_claim_commits_it(store: Store) -> None:
+    """rows_then_commit's statement is committed (on PostgreSQL with it, so that the
+    cluster's limits lock is let go at once: what the body does after it cannot undo
+    it), and a body that fails before it leaves nothing and holds no lock."""
+    kept = await enqueue_one(store, T0)
+    undone = await enqueue_one(store, T0, concurrency_key="k", concurrency_limit=1)
+
+    async def commit_then_fail(session: Session) -> None:
+        await session.rows_then_commit("claim_ids", _claim_ids([kept]))
+        if store._d.name == "postgres":  # type: ignore[attr-defined]
+            raise RuntimeError("after the commit")
+
+    async def fail_before_commit(session: Session) -> None:
+        await session.rows("claim_ids", _claim_ids([undone]))
+        raise RuntimeError("before the commit")
+
+    with contextlib.suppress(RuntimeError):
+        await bounded(store._d.in_serialised(at(1), commit_then_fail))  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="before the commit"):
+        await bounded(store._d.in_serialised(at(1), fail_before_commit))  # type: ignore[attr-defined]
+    assert await state_of(store, kept) is RunState.CLAIMED
+    assert await state_of(store, undone) is RunState.PENDING
+    # The lock went with each transaction: the next limited claim takes it (a held
+    # lock would make it give up after 2 s, with nothing).
+    taken = await bounded(store.claim(ClaimRequest("w", ("default",), 5, 30.0, ()), at(2)))
+    assert [c.run_id for c in taken] == [undone]

@@ -46,6 +46,12 @@ class Session(Protocol):
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         """Run a named query; its rows (none for a statement without a result)."""
 
+    async def rows_then_commit(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        """The last statement of the transaction: as :meth:`rows`. A dialect may send the
+        COMMIT with it (PostgreSQL's in_serialised does, so that a lock the transaction
+        holds is let go without waiting on this process); elsewhere the transaction's
+        owner commits after the body, as always."""
+
     async def batch(
         self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
     ) -> list[Row]:
@@ -135,6 +141,9 @@ class OneShot:
 
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         return await self._d.write(query, params, self._now)
+
+    async def rows_then_commit(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        return await self.rows(query, params)  # each statement commits by itself
 
     async def batch(
         self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS

@@ -86,9 +86,11 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
         taken = Taken()
 
         async def claim_limited(session: Session) -> None:
-            # Round trips under the lock: rate use (with the claim's instant and the
+            # Statements under the lock: rate use (with the claim's instant and the
             # pruning of old starts), the candidate windows, and the claim itself (with
-            # the new starts logged): three when one window holds what is wanted.
+            # the new starts logged and, on PostgreSQL, the COMMIT): on PostgreSQL the
+            # first travels with the lock, so a keyed claim whose first window holds
+            # what is wanted waits on this process once while it holds the lock.
             use = await self._rate_use(session, rates) if rates.any else None
             view = await self._breaker_view(session, rules) if rules else None
             gate = Gate(rates, use, view, tripped)
@@ -112,7 +114,9 @@ class CoreLimitedClaim(CoreBreakers, CoreQueues):
                 "lease_seconds": request.lease_seconds,
                 **starts_logged(use),
             }
-            rows = await session.rows("claim_ids", params)
+            # The COMMIT goes with it: the cluster's limits lock is let go on the
+            # server, not after this process has read the claimed runs.
+            rows = await session.rows_then_commit("claim_ids", params)
             taken.claimed = [claimed_from_row(row) for row in rows]
 
         try:

@@ -222,25 +222,28 @@ class PgDialect:
             return await rerun_on_conflict(attempt)
 
     async def in_serialised(self, now: datetime | None, body: Body[T]) -> T:
-        # BEGIN goes in the lock's own round trip (claim_lock starts with it): every
-        # limited claim of the cluster takes this path, and a separate BEGIN was one
-        # more round trip per claim (ADR 0016, second addendum).
+        # Every limited claim of the cluster holds this lock in turn, so each wait on
+        # this process while holding it (a round trip, then this event loop's turn to
+        # resume) bounds the cluster's limited drain. Pipelined, BEGIN, the lock and the
+        # body's first statement travel together, and the body's last statement carries
+        # the COMMIT (rows_then_commit): the lock is held across one such wait, not
+        # three (ADR 0016, third addendum).
         async with self.connection() as conn:
             with _translated():
                 try:
-                    await conn.execute(Q["claim_lock"])
-                except psycopg.errors.LockNotAvailable:
-                    await conn.execute("ROLLBACK")
+                    async with conn.pipeline() as pipeline:
+                        session = PgSession(conn, now, pipeline)
+                        await conn.execute("BEGIN")
+                        await conn.execute(Q["claim_lock"])
+                        result = await body(session)
+                        if not session.committed:
+                            await conn.execute("COMMIT")
+                except (ClaimLockBusy, psycopg.errors.LockNotAvailable):
+                    await _roll_back(conn)
                     raise ClaimLockBusy("another claimer holds the limits lock") from None
                 except BaseException:
                     await _roll_back(conn)
                     raise
-                try:
-                    result = await body(PgSession(conn, now))
-                except BaseException:
-                    await _roll_back(conn)
-                    raise
-                await conn.execute("COMMIT")
                 return result
 
     # -- housekeeping and wake-ups ----------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from functools import cache
@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 
 from rota.domain.runs import NewRun, RunBatch
 from rota.errors import StoreError
-from rota.store.dialect import NO_PARAMS, Params, Row
+from rota.store.dialect import NO_PARAMS, ClaimLockBusy, Params, Row
 from rota.store.postgres.arrays import as_array
 from rota.store.postgres.base import _translated, rerun_on_conflict
 from rota.store.queries import as_sent, load_queries
@@ -112,6 +112,27 @@ def _takes_parameters(query: str) -> bool:
     return "%(" in Q[query]
 
 
+@contextlib.contextmanager
+def _lock_busy(serialised: bool) -> Iterator[None]:
+    """In a serialised body, a lock not granted within the transaction's lock_timeout
+    (the limits lock's result arrives with the body's first statement) is the claim's
+    ClaimLockBusy; elsewhere it is the database not answering in time (_translated)."""
+    try:
+        yield
+    except psycopg.errors.LockNotAvailable:
+        if not serialised:
+            raise
+        raise ClaimLockBusy("another claimer holds the limits lock") from None
+
+
+def _bound(query: str, params: Params, now: datetime | None) -> Mapping[str, Any] | None:
+    """A query's parameters as sent (every one reads ``now``); None for a query without
+    parameters, which is sent as is."""
+    if not _takes_parameters(query):
+        return None
+    return {**{k: _encode(v) for k, v in params.items()}, "now": now}
+
+
 def _encode(value: Any) -> Any:
     return list(value) if isinstance(value, tuple | frozenset | set) else value
 
@@ -145,28 +166,44 @@ def as_arrays(items: Sequence[Params], shared: Params) -> dict[str, Any]:
 
 
 class PgSession:
-    def __init__(self, conn: psycopg.AsyncConnection[Any], now: datetime | None) -> None:
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        now: datetime | None,
+        pipeline: psycopg.AsyncPipeline | None = None,
+    ) -> None:
         self.conn = conn
         self.now = now
+        # In in_serialised's pipeline: a transaction (whatever the status says before
+        # the next sync), each statement's results read at a sync of it, and one whose
+        # COMMIT the body's last statement may carry.
+        self.pipeline = pipeline
+        self.committed = False
+
+    async def rows_then_commit(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        if self.pipeline is None:
+            return await self.rows(query, params)  # the transaction's owner commits
+        rows = await self._rows(query, params, then="COMMIT")  # one round trip for both
+        self.committed = True
+        return rows
 
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
-        if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
+        if self.pipeline is None and self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
             # A statement of its own (autocommit) may run again after a conflict; in a
             # transaction, the transaction's owner decides (in_transaction).
             return await rerun_on_conflict(lambda: self._rows(query, params))
         return await self._rows(query, params)
 
-    async def _rows(self, query: str, params: Params) -> list[Row]:
-        with _translated():
+    async def _rows(self, query: str, params: Params, then: str | None = None) -> list[Row]:
+        with _translated(), _lock_busy(self.pipeline is not None):
             async with self.conn.cursor(row_factory=dict_row) as cur:
-                if _takes_parameters(query):
-                    bound: Mapping[str, Any] = {
-                        **{k: _encode(v) for k, v in params.items()},
-                        "now": self.now,
-                    }
-                    await cur.execute(Q[query], bound)
-                else:
-                    await cur.execute(Q[query])
+                await cur.execute(Q[query], _bound(query, params, self.now))
+                if self.pipeline is not None:
+                    if then is not None:
+                        await self.conn.execute(then)
+                    # Sends what is queued (on the first statement: BEGIN and the lock
+                    # too) and reads every result: a failure of any raises here.
+                    await self.pipeline.sync()
                 return await cur.fetchall() if cur.description else []
 
     async def batch(
@@ -304,6 +341,9 @@ class SyncPgSession:
             bound = {**{k: _encode(v) for k, v in params.items()}, "now": self.now}
             cur.execute(Q[query], bound)
             return cur.fetchall() if cur.description else []
+
+    async def rows_then_commit(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        return await self.rows(query, params)  # the caller's transaction: the caller commits
 
     async def batch(
         self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS

@@ -123,6 +123,9 @@ class _InThread:
     async def rows(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
         return self._inner.run(query, params)
 
+    async def rows_then_commit(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        return self._inner.run(query, params)  # the transaction commits when the body ends
+
     async def batch(
         self, query: str, items: Sequence[Params], shared: Params = NO_PARAMS
     ) -> list[Row]:

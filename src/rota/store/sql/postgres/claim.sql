@@ -41,13 +41,14 @@ WHERE state IN ('pending', 'retrying') AND queue = ANY(%(queues)b::text[])
 -- Serialises limit-checking claims cluster-wide for this transaction, so two claimers
 -- never both take the last slot of a limit. Plain claims do not take it. A holder that
 -- stalls (a paused process) must not stall every limited claim: the server ends its
--- session after 5 s idle in this transaction, and waiters give up after 2 s. It opens
--- the transaction too (the dialect runs it on an autocommit connection, and ends the
--- transaction itself): one round trip instead of two.
-BEGIN;
-SET LOCAL idle_in_transaction_session_timeout = '5s';
-SET LOCAL lock_timeout = '2s';
-SELECT pg_advisory_xact_lock(7307916210);
+-- session after 5 s idle in this transaction, and waiters give up after 2 s. The two
+-- limits are set for this transaction only (set_config's true) in a subquery that
+-- OFFSET 0 keeps apart, so they are set before the lock is asked for. The dialect sends
+-- BEGIN, this and the body's first statement in one round trip (in_serialised).
+SELECT pg_advisory_xact_lock(7307916210) AS locked
+FROM (SELECT set_config('idle_in_transaction_session_timeout', '5s', true),
+             set_config('lock_timeout', '2s', true)
+      OFFSET 0) AS limits;
 
 -- name: has_keyed_work
 SELECT EXISTS (
