@@ -22,15 +22,24 @@ class Drain:
     workers: int = 3
     concurrency: int = 8
     hold: float = 0.02  # seconds each handler keeps its transaction open
+    # Every other run gets one of this many concurrency keys (limit 2 each), so that
+    # the limited claim, which holds the cluster's limits lock across its statements,
+    # meets the fault too. 0: every run plain.
+    keys: int = 0
+
+
+def _request(drain: Drain, n: int) -> dict[str, object]:
+    request: dict[str, object] = {"handler": "effect", "payload": {"hold": drain.hold, "n": n}}
+    if drain.keys and n % 2 == 0:
+        request.update(concurrency_key=f"k{n // 2 % drain.keys}", key_limit=2)
+    return request
 
 
 def start(ctx: Context, drain: Drain) -> None:
     invariants.create_effects_table(ctx)
     for i in range(drain.workers):
         ctx.start(f"w{i + 1}", lease_seconds=LEASE, concurrency=drain.concurrency)
-    ctx.app.enqueue_many(
-        [{"handler": "effect", "payload": {"hold": drain.hold, "n": n}} for n in range(drain.runs)]
-    )
+    ctx.app.enqueue_many([_request(drain, n) for n in range(drain.runs)])
 
 
 def done_count(ctx: Context) -> int:

@@ -1,5 +1,6 @@
 """Connections killed with pg_terminate_backend at random during a drain (only this
-scenario's database's backends): nothing lost, no effect twice, no attempt spent."""
+scenario's database's backends): nothing lost, no effect twice, no attempt spent. Half
+the runs carry a concurrency key, so limited claims are cut under the limits lock too."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def prepare(ctx: Context) -> None:
 
 
 def run(ctx: Context) -> None:
-    plan = drain.Drain(runs=ctx.pick(3000, 8000), hold=0.05)
+    plan = drain.Drain(runs=ctx.pick(3000, 8000), hold=0.05, keys=20)
     rng = random.Random()
     pause = ctx.pick((0.2, 0.6), (0.1, 0.3))
     terminated: list[int] = []

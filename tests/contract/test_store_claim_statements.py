@@ -5,16 +5,19 @@ trip under its lock bounds the whole cluster's limited drain (ADR 0016)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
+from unittest import mock
 
 import psycopg
 import pytest
 
 from rota.domain.rates import Rate, RateLimit, RateScope
 from rota.domain.states import RunState
+from rota.errors import StoreUnavailable
 from rota.store.core.claim_window import starts_logged
 from rota.store.dialect import NO_PARAMS, Params, Row, Session
 from rota.store.port import ClaimRequest, Store
@@ -214,3 +217,68 @@ async def test_the_last_statement_of_a_serialised_claim_commits_it(store: Store)
     # lock would make it give up after 2 s, with nothing).
     taken = await bounded(store.claim(ClaimRequest("w", ("default",), 5, 30.0, ()), at(2)))
     assert [c.run_id for c in taken] == [undone]
+
+
+class _CutBeforeTheClaim(_NotingSession):
+    """Ends its own backend (as a restart or pg_terminate_backend would) once it holds
+    the limits lock, just before the claim and its COMMIT are sent."""
+
+    def __init__(self, inner: Session, killer: psycopg.AsyncConnection[Any]) -> None:
+        super().__init__(inner, [])
+        self._killer = killer
+
+    async def rows_then_commit(self, query: str, params: Params = NO_PARAMS) -> list[Row]:
+        pid = self._inner.conn.info.backend_pid  # type: ignore[attr-defined]
+        await self._killer.execute("SELECT pg_terminate_backend(%s)", [pid])
+        return await self._inner.rows_then_commit(query, params)
+
+
+@pytest.mark.postgres
+async def test_a_limited_claim_cut_off_under_the_lock_takes_nothing(pg_clean: str) -> None:
+    """The connection dies between the lock and the claim: the claim fails as the
+    database being unreachable, nothing was claimed, and the lock went with the backend,
+    so the next limited claim (a new connection from the pool) takes the run."""
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        run = await enqueue_one(store, T0, concurrency_key="k", concurrency_limit=1)
+        dialect = store._d  # type: ignore[attr-defined]
+        serialised = dialect.in_serialised
+        request = ClaimRequest("w", ("default",), 5, 30.0, ())
+        async with await psycopg.AsyncConnection.connect(pg_clean, autocommit=True) as killer:
+
+            async def cut(now: Any, body: Callable[[Any], Awaitable[T]]) -> T:
+                return await serialised(
+                    now, lambda session: body(_CutBeforeTheClaim(session, killer))
+                )
+
+            with mock.patch.object(dialect, "in_serialised", cut), pytest.raises(StoreUnavailable):
+                await bounded(store.claim(request, at(1)))
+        assert await state_of(store, run) is RunState.PENDING
+        assert [c.run_id for c in await bounded(store.claim(request, at(2)))] == [run]
+    finally:
+        await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_limited_claim_cancelled_while_waiting_for_the_lock_leaves_it_free(
+    pg_clean: str,
+) -> None:
+    """A worker stopping while its claim waits on the server for the limits lock: the
+    wait is cancelled mid-pipeline, the claim takes nothing, and once the holder lets go
+    the next claim takes the run (the cancelled claim's connection holds nothing)."""
+    store = PostgresStore(pg_clean)
+    await store.open()
+    try:
+        run = await enqueue_one(store, T0, concurrency_key="k", concurrency_limit=1)
+        request = ClaimRequest("w", ("default",), 5, 30.0, ())
+        lock = load_queries("postgres")["claim_lock"]
+        async with await psycopg.AsyncConnection.connect(pg_clean) as holder:
+            await holder.execute(lock.encode())  # held until this transaction ends
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(store.claim(request, at(1)), 0.3)
+            await holder.rollback()
+        assert await state_of(store, run) is RunState.PENDING
+        assert [c.run_id for c in await bounded(store.claim(request, at(2)))] == [run]
+    finally:
+        await store.close()
