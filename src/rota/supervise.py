@@ -229,29 +229,32 @@ async def cancel_and_wait(task: asyncio.Task[Any] | None, timeout: float, name: 
     never left as "Task exception was never retrieved"."""
     if task is None:
         return True
-    task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
+    return await cancel_all_and_wait([task], timeout, name)
+
+
+async def cancel_all_and_wait(
+    tasks: list[asyncio.Task[Any]], timeout: float, name: str = ""
+) -> bool:
+    """:func:`cancel_and_wait` for several tasks: all are cancelled first, so a second
+    cancellation of the caller cannot leave some of them running uncancelled, and each
+    exactly once. A task cancelled again while it cleans up is interrupted there: psycopg,
+    cancelling the query it was awaiting on the server, closes the connection instead."""
+    for task in tasks:
+        task.cancel()
+    if not tasks:
+        return True
+    _, stuck = await asyncio.wait(tasks, timeout=timeout)
+    for task in tasks:
+        if task not in stuck:
+            retrieve(task)
+            continue
         log.error(
             "task did not stop when cancelled; moving on without it",
             task=name or task.get_name(),
             waited_seconds=timeout,
         )
         task.add_done_callback(retrieve)
-        return False
-    retrieve(task)
-    return True
-
-
-async def cancel_all_and_wait(tasks: list[asyncio.Task[Any]], timeout: float) -> bool:
-    """:func:`cancel_and_wait` for several tasks: all are cancelled first, so a second
-    cancellation of the caller cannot leave some of them running uncancelled."""
-    for task in tasks:
-        task.cancel()
-    ended = True
-    for task in tasks:
-        ended = await cancel_and_wait(task, timeout) and ended
-    return ended
+    return not stuck
 
 
 def retrieve(task: asyncio.Task[Any]) -> None:

@@ -18,6 +18,7 @@ from rota.supervise import (
     Backoff,
     GaveUp,
     Restarts,
+    cancel_all_and_wait,
     cancel_and_wait,
     every,
     supervise,
@@ -163,6 +164,43 @@ async def test_cancel_and_wait_on_an_ordinary_task():
     await asyncio.sleep(0)
     assert await cancel_and_wait(task, timeout=10) is True
     assert task.cancelled()
+
+
+async def test_cancel_all_and_wait_cancels_each_task_once():
+    """Each task, once cancelled, cleans up with an await of its own (psycopg sends the
+    cancel of its query to the server and waits for the answer): a second cancellation
+    there would interrupt it. Until 2026-12-06 the tasks after the first were cancelled
+    again while they cleaned up, and the leader's duties' connections were closed."""
+    in_cleanup = [asyncio.Event() for _ in range(3)]
+    release = [asyncio.Event() for _ in range(3)]
+    interrupted: list[int] = []
+
+    async def query(n: int) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            in_cleanup[n].set()
+            try:
+                await release[n].wait()
+            except asyncio.CancelledError:
+                interrupted.append(n)
+            raise
+
+    tasks = [asyncio.create_task(query(n)) for n in range(3)]
+    await asyncio.sleep(0)
+    waiting = asyncio.create_task(cancel_all_and_wait(tasks, timeout=10))
+    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in in_cleanup)), 10)
+    # The first ends its cleanup while the others are still in theirs; the waiter gets
+    # a few turns of the loop to do whatever it does next.
+    release[0].set()
+    await asyncio.wait({tasks[0]}, timeout=10)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    for event in release:
+        event.set()
+    assert await asyncio.wait_for(waiting, 10) is True
+    assert interrupted == []
+    assert all(task.cancelled() for task in tasks)
 
 
 async def test_every_does_not_give_up_on_a_short_burst_of_failures():
