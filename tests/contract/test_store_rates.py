@@ -80,3 +80,20 @@ async def test_runs_of_a_full_key_ahead_do_not_hide_another_key(store: Store) ->
     behind = await enqueue_one(store, T0, rate_key="cold")
     assert await _ids(store, 1, limit=1) == [first]
     assert await _ids(store, 2, limit=1) == [behind], "found past 449 runs of a full key"
+
+
+async def test_a_claim_whose_instant_is_earlier_than_the_last_ones_keeps_the_rate(
+    store: Store,
+) -> None:
+    """Claimers take the limits lock in turn, but each one's instant is its transaction's
+    start, taken before it waited: a claim can come after one with a later instant. It
+    must still count every start inside its window, including those the later instant
+    already let go of."""
+    await store.set_rate(RateLimit(RateScope.HANDLER, "job", Rate(10, 1)))
+    first = [await enqueue_one(store, T0) for _ in range(6)]
+    assert await _ids(store, 0.2) == first  # 6 starts, in the window until 1.2 s
+    later = [await enqueue_one(store, T0) for _ in range(4)]
+    assert await _ids(store, 1.25) == later  # the window (0.25, 1.25] was empty
+    [await enqueue_one(store, T0) for _ in range(6)]
+    taken = await _ids(store, 1.1)  # the window (0.1, 1.1] holds the 6 of 0.2 s
+    assert len(taken) <= 4, f"{len(taken)} started where 10 - 6 = 4 fit"

@@ -21,13 +21,18 @@ SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 -- name: rate_usage
 -- The claim's instant (the one claim_ids records as started_at) in whole microseconds,
 -- and the starts still inside their window per bucket with when the oldest of them
--- leaves it; starts whose window has passed are forgotten on the way (a data-modifying
+-- leaves it; starts whose window passed a minute ago are forgotten on the way (a data-modifying
 -- WITH runs whether or not it is read). One round trip of the claim: always one row
 -- with the instant, bucket columns NULL when no start is live. EXTRACT gives an exact
 -- numeric, so at_micros is the instant micros() makes of started_at.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
 claim AS (SELECT (EXTRACT(EPOCH FROM t.now) * 1000000)::bigint AS at_micros FROM t),
-gone AS (DELETE FROM rota_rate_starts WHERE leaves_at <= (SELECT at_micros FROM claim)),
+-- A start is forgotten only a minute after its window passed: the claim's instant is
+-- its transaction's start, before it waited (up to lock_timeout) for the limits lock, so
+-- a claim may come after one with a later instant and must still count the starts
+-- inside its own window (ADR 0016, addendum of 2026-12-06 on the claim's instant).
+gone AS (DELETE FROM rota_rate_starts
+         WHERE leaves_at <= (SELECT at_micros FROM claim) - 60000000),
 live AS (
     SELECT scope, name, rate_key, sum(starts) AS used, min(leaves_at) AS first_leaves_at
     FROM rota_rate_starts WHERE leaves_at > (SELECT at_micros FROM claim)
