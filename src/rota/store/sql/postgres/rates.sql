@@ -21,8 +21,8 @@ SELECT COALESCE(%(now)s::timestamptz, now()) AS now;
 -- name: rate_usage
 -- The claim's instant (the one claim_ids records as started_at) in whole microseconds,
 -- and the starts still inside their window per bucket with when the oldest of them
--- leaves it; starts whose window passed a minute ago are forgotten on the way (a data-modifying
--- WITH runs whether or not it is read). One round trip of the claim: always one row
+-- leaves it; starts whose window passed a minute ago are forgotten on the way (a
+-- data-modifying WITH runs whether or not it is read). One round trip of the claim: always one row
 -- with the instant, bucket columns NULL when no start is live. EXTRACT gives an exact
 -- numeric, so at_micros is the instant micros() makes of started_at.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),

@@ -19,13 +19,15 @@ SELECT :now AS now;
 
 -- name: rate_usage
 -- The claim's instant in whole microseconds (CAST truncates as micros() floors: the same
--- double times the same integer), and: forget starts whose window passed a minute ago, then the
--- starts still inside their window per bucket with when the oldest of them leaves it.
+-- double times the same integer), and: forget starts whose window passed a minute ago,
+-- then the starts still inside their window per bucket with when the oldest of them
+-- leaves it.
 -- One round trip of the claim: always one row with the instant, bucket columns NULL
 -- when no start is live. A start is forgotten only a minute after its window passed:
--- instants are taken before the write lock is (a wait of up to the 30 s busy timeout),
--- so a claim may come after one with a later instant, and must still count the starts
--- inside its own window (ADR 0016, addendum of 2026-12-06 on the claim's instant).
+-- the database's instant is read under the write lock, but an injected one (a clock
+-- handed to the store) is taken before it, so a claim may come after one with a later
+-- instant and must still count the starts inside its own window (ADR 0016, addendum
+-- of 2026-12-06 on the claim's instant).
 DELETE FROM rota_rate_starts WHERE leaves_at <= CAST(:now * 1000000 AS INTEGER) - 60000000;
 SELECT claim.at_micros, live.scope, live.name, live.rate_key, live.used, live.first_leaves_at
 FROM (SELECT CAST(:now * 1000000 AS INTEGER) AS at_micros) AS claim
